@@ -1,0 +1,215 @@
+//! `Event`: the one vocabulary between sources (live kernel, recording) and everything
+//! downstream. Timestamps are kernel CLOCK_MONOTONIC nanoseconds as taken in BPF; `cpu` is the
+//! CPU that executed the probe. Kinds name the CPU they are *about* explicitly where it can
+//! differ from the executing one (a wakeup placed on another CPU, a migration, an rq update).
+//! Nothing downstream may know whether an event came from the kernel or a file.
+
+use crate::cpuset::CpuSet;
+use serde::{Deserialize, Serialize};
+
+/// A kernel thread id (`task->pid`). 0 is the idle task.
+pub type Pid = u32;
+
+/// One observation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// CLOCK_MONOTONIC nanoseconds.
+    pub ts_ns: u64,
+    /// The CPU that ran the probe.
+    pub cpu: u32,
+    /// What happened.
+    pub kind: EventKind,
+}
+
+/// Why a task changed CPU: the JSON names are a stable contract.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    Wakeup,
+    Fork,
+    Exec,
+    PeriodicBalance,
+    NohzIdleBalance,
+    NewidleBalance,
+    ActiveBalance,
+    NumaBalancing,
+    Affinity,
+    Hotplug,
+    RtPushPull,
+    DlPushPull,
+    SchedExt,
+    Unknown,
+}
+
+impl Reason {
+    /// Every reason, in report order.
+    pub const ALL: [Reason; 14] = [
+        Reason::Wakeup,
+        Reason::Fork,
+        Reason::Exec,
+        Reason::PeriodicBalance,
+        Reason::NohzIdleBalance,
+        Reason::NewidleBalance,
+        Reason::ActiveBalance,
+        Reason::NumaBalancing,
+        Reason::Affinity,
+        Reason::Hotplug,
+        Reason::RtPushPull,
+        Reason::DlPushPull,
+        Reason::SchedExt,
+        Reason::Unknown,
+    ];
+
+    /// The stable JSON/text name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Wakeup => "wakeup",
+            Reason::Fork => "fork",
+            Reason::Exec => "exec",
+            Reason::PeriodicBalance => "periodic_balance",
+            Reason::NohzIdleBalance => "nohz_idle_balance",
+            Reason::NewidleBalance => "newidle_balance",
+            Reason::ActiveBalance => "active_balance",
+            Reason::NumaBalancing => "numa_balancing",
+            Reason::Affinity => "affinity",
+            Reason::Hotplug => "hotplug",
+            Reason::RtPushPull => "rt_push_pull",
+            Reason::DlPushPull => "dl_push_pull",
+            Reason::SchedExt => "sched_ext",
+            Reason::Unknown => "unknown",
+        }
+    }
+
+    /// Whether the load balancer proper (sched_balance_rq and its active-balance stopper)
+    /// made this move.
+    pub fn is_balancer(self) -> bool {
+        matches!(
+            self,
+            Reason::PeriodicBalance
+                | Reason::NohzIdleBalance
+                | Reason::NewidleBalance
+                | Reason::ActiveBalance
+        )
+    }
+}
+
+/// How a migration's reason was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasonSource {
+    /// From the kernel stack, matched against the function table: exact.
+    Stack,
+    /// The stack could not be taken (stack map full or a collision); inferred from the
+    /// executing context (softirq, stopper thread, which CPU ran the code).
+    Context,
+}
+
+/// Facts about the executing context of a migration, taken in BPF, used when the stack is
+/// missing and to split rows of the stack table that need them (exec vs affinity).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MigrateContext {
+    /// The executing task is the CPU's stopper thread (`migration/N`).
+    pub in_stopper: bool,
+    /// Executing in hardirq context.
+    pub in_hardirq: bool,
+    /// Executing in softirq context, serving SCHED_SOFTIRQ (the balancer's softirq).
+    pub in_sched_softirq: bool,
+    /// The migrating task has `in_execve` set.
+    pub in_execve: bool,
+    /// The executing task is the idle task (pid 0).
+    pub current_idle: bool,
+    /// The migrating task's scheduling policy (SCHED_NORMAL 0, FIFO 1, RR 2, BATCH 3, IDLE 5,
+    /// DEADLINE 6, EXT 7).
+    pub policy: u32,
+}
+
+/// Kinds of events.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// `sched_switch` on `cpu`. `prev_state` 0 (TASK_RUNNING) means prev was preempted and
+    /// stays runnable on this CPU.
+    Switch {
+        prev_pid: Pid,
+        prev_state: u32,
+        next_pid: Pid,
+    },
+    /// `sched_waking`: runs in the waker before placement; `prev_cpu` is `task_cpu(p)`.
+    Waking { pid: Pid, prev_cpu: u32 },
+    /// `sched_wakeup`: after placement; `target_cpu` is where `p` is queued.
+    Wakeup { pid: Pid, target_cpu: u32 },
+    /// `sched_wakeup_new`: a new task placed on `target_cpu`; `cpu` is the parent's CPU.
+    WakeupNew {
+        pid: Pid,
+        tgid: Pid,
+        target_cpu: u32,
+    },
+    /// A task changed CPU (`sched_migrate_task` with src != dst). `stack_id` names a
+    /// [`EventKind::Stack`] seen earlier, if any. Forks never fire it: the analyzer derives
+    /// fork placements from [`EventKind::WakeupNew`].
+    Migrate {
+        pid: Pid,
+        src_cpu: u32,
+        dst_cpu: u32,
+        reason: Reason,
+        source: ReasonSource,
+        stack_id: Option<u32>,
+        ctx: MigrateContext,
+    },
+    /// A distinct kernel stack at `sched_migrate_task`, symbolized and classified once.
+    /// Frames are innermost first, compiler suffixes kept.
+    Stack {
+        id: u32,
+        reason: Reason,
+        frames: Vec<String>,
+    },
+    /// `sched_update_nr_running_tp`: the exact `nr_running` of `rq_cpu`, after the change.
+    NrRunning { rq_cpu: u32, nr_running: u32 },
+    /// `pelt_cfs_tp` on a root cfs_rq (rate-limited per CPU): the CPU's CFS load, runnable and
+    /// util averages.
+    Pelt {
+        rq_cpu: u32,
+        load_avg: u64,
+        runnable_avg: u64,
+        util_avg: u64,
+    },
+    /// `sched_cpu_capacity_tp`: `rq->cpu_capacity` of `rq_cpu`.
+    Capacity { rq_cpu: u32, capacity: u64 },
+    /// SCHED_SOFTIRQ (vector 7) entry or exit on `cpu`. `idle` at entry: the CPU was idle
+    /// (the balancer runs with idle type CPU_IDLE).
+    BalanceSoftirq { entry: bool, idle: bool },
+    /// `sched_move_numa`, `sched_swap_numa` or `sched_stick_numa`.
+    Numa {
+        op: NumaOp,
+        pid: Pid,
+        src_cpu: i32,
+        dst_pid: Pid,
+        dst_cpu: i32,
+    },
+    /// A task is known with this thread-group id and name (first sight, or `sched_process_exec`
+    /// with `exec` set).
+    Task {
+        pid: Pid,
+        tgid: Pid,
+        comm: String,
+        exec: bool,
+    },
+    /// A task's allowed CPUs, sent at first sight and whenever they change.
+    Affinity { pid: Pid, cpus: CpuSet },
+    /// `sched_process_exit`.
+    Exit { pid: Pid, tgid: Pid },
+    /// Events the ring buffer could not take on `cpu` since the previous `Lost` for it.
+    Lost { count: u64 },
+    /// The source's clock reached `ts_ns` with every earlier event delivered: lets intervals
+    /// close when the machine is quiet.
+    Clock,
+}
+
+/// The three NUMA balancing tracepoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NumaOp {
+    Move,
+    Swap,
+    Stick,
+}

@@ -1,0 +1,13 @@
+//! lbscope: observe the Linux scheduler's load balancer from tracepoints.
+//!
+//! The crate is one pipeline: a source (live kernel or recording) yields [`event::Event`]s,
+//! the pure [`analyze::Analyzer`] folds them into [`analyze::Snapshot`]s, and sinks print them.
+
+pub mod analyze;
+pub mod cli;
+pub mod cpuset;
+pub mod event;
+pub mod output;
+pub mod reason;
+pub mod source;
+pub mod topology;
