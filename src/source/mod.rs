@@ -1,1 +1,38 @@
-//! (being written)
+//! Sources of [`Event`]s: the live kernel (feature `bpf`) and, later, recordings. Every source
+//! feeds the same channel of [`SourceMsg`]s, so nothing downstream knows where events came from.
+
+#[cfg(feature = "bpf")]
+pub mod live;
+
+use crate::event::Event;
+
+/// What a source sends down the channel.
+#[derive(Debug)]
+pub enum SourceMsg {
+    /// Events in delivery order, ending with a clock event.
+    Batch(Vec<Event>),
+    /// Something the user should know that does not stop collection.
+    Warning(String),
+    /// The source has nothing more.
+    End,
+}
+
+/// Why a source could not start. Messages say what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// Missing capabilities.
+    #[error("needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN) to load BPF programs: run as root, e.g. `sudo lbscope ...`")]
+    Privileges,
+    /// No kernel BTF.
+    #[error("kernel BTF not found at {0}: lbscope needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (most distribution kernels since 5.4 have it)")]
+    NoBtf(String),
+    /// A tracepoint the tool cannot do without is absent.
+    #[error("the kernel has no tracepoint '{0}', which lbscope needs: run `lbscope doctor` for what this kernel offers (needs CONFIG_TRACEPOINTS and CONFIG_SCHED_DEBUG-era scheduler tracepoints, kernel 5.15 or later)")]
+    MissingTracepoint(String),
+    /// Loading or attaching failed.
+    #[error("loading the BPF programs failed: {0}. Run `lbscope doctor` to see what this kernel allows")]
+    Load(String),
+    /// BPF support was not compiled in.
+    #[error("this lbscope was built without BPF support (--no-default-features): rebuild with the default `bpf` feature, or use a recording")]
+    NoBpf,
+}

@@ -1,0 +1,501 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * lbscope's tracepoint programs: stream what the analyzer needs as compact records (see
+ * lbscope.h) into one ring buffer, take the kernel stack of every migration, and count what
+ * the ring buffer could not take, per CPU.
+ *
+ * Every tracepoint has two entry points, tp_btf/<name> and raw_tp/<name>, sharing one handler
+ * that reads kernel memory only through BPF_CORE_READ, so either attach type works; user space
+ * autoloads one set (tp_btf first, raw_tp as the fallback).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "lbscope.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define SCHED_SOFTIRQ 7
+#define PF_KTHREAD 0x00200000
+
+/* Set by user space before load. */
+const volatile __u64 pelt_interval_ns = 4000000;
+const volatile __u32 mask_words = 1; /* cpumask words to compare and send */
+/* Free space (bytes) under which a submit wakes the consumer instead of waiting for its poll. */
+const volatile __u64 wakeup_below_free = 1 << 20;
+const volatile __u64 ringbuf_size = 16 << 20;
+
+/* Make the record types part of the object's BTF so the skeleton generates Rust types. */
+struct lbs_switch _lbs_switch = {};
+struct lbs_wake _lbs_wake = {};
+struct lbs_migrate _lbs_migrate = {};
+struct lbs_rq _lbs_rq = {};
+struct lbs_softirq _lbs_softirq = {};
+struct lbs_numa _lbs_numa = {};
+struct lbs_task _lbs_task = {};
+struct lbs_affinity _lbs_affinity = {};
+enum lbs_kind _lbs_kind = 0;
+enum lbs_migrate_flags _lbs_migrate_flags = 0;
+enum lbs_numa_op _lbs_numa_op = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, LBS_STACK_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
+/* Tasks already announced to user space, with a hash of their allowed CPUs. */
+struct known_task {
+	__u32 tgid;
+	__u32 pad;
+	__u64 mask_hash;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct known_task);
+} known SEC(".maps");
+
+/* Per-CPU context: inside SCHED_SOFTIRQ, and the pid the last switch on this CPU left. */
+struct cpu_ctx {
+	__u32 in_sched_softirq;
+	__u32 last_prev_pid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_ctx);
+} cpuctx SEC(".maps");
+
+/* Per rq CPU: last PELT emission time and last capacity sent. */
+struct rq_state {
+	__u64 last_pelt_ts;
+	__u64 last_capacity;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LBS_MAX_CPUS);
+	__type(key, __u32);
+	__type(value, struct rq_state);
+} rqstate SEC(".maps");
+
+static __always_inline void count_lost(void)
+{
+	__u32 zero = 0;
+	__u64 *v = bpf_map_lookup_elem(&lost, &zero);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline void *reserve(__u64 size, __u16 kind)
+{
+	struct lbs_hdr *h = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!h) {
+		count_lost();
+		return NULL;
+	}
+	h->ts = bpf_ktime_get_ns();
+	h->kind = kind;
+	h->flags = 0;
+	h->cpu = bpf_get_smp_processor_id();
+	return h;
+}
+
+/* Wake the consumer only when the buffer runs low; otherwise it drains on its own timer. */
+static __always_inline void submit(void *rec)
+{
+	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (ringbuf_size - avail < wakeup_below_free)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(rec, flags);
+}
+
+static __always_inline __u32 task_cpu_of(struct task_struct *p)
+{
+	if (bpf_core_field_exists(p->thread_info.cpu))
+		return BPF_CORE_READ(p, thread_info.cpu);
+	return BPF_CORE_READ(p, wake_cpu);
+}
+
+static __always_inline long task_state_of(struct task_struct *p)
+{
+	struct task_struct___old {
+		long state;
+	} __attribute__((preserve_access_index)) *old = (void *)p;
+
+	if (bpf_core_field_exists(p->__state))
+		return BPF_CORE_READ(p, __state);
+	return BPF_CORE_READ(old, state);
+}
+
+static __always_inline __u64 mask_hash_of(struct task_struct *p, __u64 *words)
+{
+	const struct cpumask *m = BPF_CORE_READ(p, cpus_ptr);
+	__u64 h = 1469598103934665603ULL;
+
+	for (int i = 0; i < LBS_MASK_WORDS; i++) {
+		__u64 w = 0;
+
+		if (i >= mask_words)
+			break;
+		bpf_probe_read_kernel(&w, sizeof(w), &m->bits[i]);
+		if (words)
+			words[i] = w;
+		h = (h ^ w) * 1099511628211ULL;
+	}
+	return h;
+}
+
+static __always_inline void emit_task(struct task_struct *p, __u32 pid, __u32 tgid, __u16 flags)
+{
+	struct lbs_task *e = reserve(sizeof(*e), LBS_TASK);
+
+	if (!e)
+		return;
+	e->h.flags = flags;
+	e->pid = pid;
+	e->tgid = tgid;
+	BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
+	submit(e);
+}
+
+static __always_inline void emit_affinity(struct task_struct *p, __u32 pid)
+{
+	struct lbs_affinity *e = reserve(sizeof(*e), LBS_AFFINITY);
+
+	if (!e)
+		return;
+	e->pid = pid;
+	e->nr_words = mask_words;
+	__builtin_memset(e->mask, 0, sizeof(e->mask));
+	mask_hash_of(p, e->mask);
+	submit(e);
+}
+
+/*
+ * Announce a task the first time it is seen, and its allowed CPUs whenever they change
+ * (check_mask). Pid 0 (the idle tasks) is never announced.
+ */
+static __always_inline void note_task(struct task_struct *p, bool check_mask)
+{
+	__u32 pid = BPF_CORE_READ(p, pid);
+	struct known_task *k, nk = {};
+
+	if (!pid)
+		return;
+	k = bpf_map_lookup_elem(&known, &pid);
+	if (!k) {
+		nk.tgid = BPF_CORE_READ(p, tgid);
+		nk.mask_hash = mask_hash_of(p, NULL);
+		bpf_map_update_elem(&known, &pid, &nk, BPF_ANY);
+		emit_task(p, pid, nk.tgid, 0);
+		emit_affinity(p, pid);
+		return;
+	}
+	if (check_mask) {
+		__u64 h = mask_hash_of(p, NULL);
+
+		if (h != k->mask_hash) {
+			k->mask_hash = h;
+			emit_affinity(p, pid);
+		}
+	}
+}
+
+static __always_inline int h_switch(__u64 *ctx)
+{
+	struct task_struct *prev = (void *)ctx[1], *next = (void *)ctx[2];
+	struct lbs_switch *e;
+	__u32 zero = 0;
+	struct cpu_ctx *c;
+	long state;
+
+	/* runqlat's definition: prev stays queued iff its state is TASK_RUNNING now. */
+	state = task_state_of(prev);
+	note_task(next, false);
+	if (state == 0)
+		note_task(prev, true);
+	e = reserve(sizeof(*e), LBS_SWITCH);
+	if (!e)
+		return 0;
+	e->prev_pid = BPF_CORE_READ(prev, pid);
+	e->next_pid = BPF_CORE_READ(next, pid);
+	e->prev_state = (__u32)state;
+	c = bpf_map_lookup_elem(&cpuctx, &zero);
+	if (c)
+		c->last_prev_pid = e->prev_pid;
+	submit(e);
+	return 0;
+}
+
+static __always_inline int emit_wake(struct task_struct *p, __u16 kind, __u32 a)
+{
+	struct lbs_wake *e = reserve(sizeof(*e), kind);
+
+	if (!e)
+		return 0;
+	e->pid = BPF_CORE_READ(p, pid);
+	e->tgid = BPF_CORE_READ(p, tgid);
+	e->a = a;
+	submit(e);
+	return 0;
+}
+
+static __always_inline int h_waking(__u64 *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+
+	return emit_wake(p, LBS_WAKING, task_cpu_of(p));
+}
+
+static __always_inline int h_wakeup(__u64 *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+
+	note_task(p, true);
+	return emit_wake(p, LBS_WAKEUP, task_cpu_of(p));
+}
+
+static __always_inline int h_wakeup_new(__u64 *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+
+	note_task(p, true);
+	return emit_wake(p, LBS_WAKEUP_NEW, task_cpu_of(p));
+}
+
+static __always_inline int h_migrate(__u64 *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+	__u32 dst = (__u32)ctx[1], src = task_cpu_of(p);
+	struct task_struct *cur = (void *)bpf_get_current_task();
+	struct lbs_migrate *e;
+	__u32 zero = 0, flags = 0;
+	struct cpu_ctx *c;
+	char comm[16];
+
+	if (src == dst)
+		return 0;
+	e = reserve(sizeof(*e), LBS_MIGRATE);
+	if (!e)
+		return 0;
+	e->pid = BPF_CORE_READ(p, pid);
+	e->src_cpu = src;
+	e->dst_cpu = dst;
+	e->stack_id = bpf_get_stackid(ctx, &stacks, 0);
+	e->policy = BPF_CORE_READ(p, policy);
+	if (BPF_CORE_READ_BITFIELD_PROBED(p, in_execve))
+		flags |= LBS_MF_IN_EXECVE;
+	if ((BPF_CORE_READ(cur, flags) & PF_KTHREAD)) {
+		BPF_CORE_READ_STR_INTO(&comm, cur, comm);
+		if (comm[0] == 'm' && comm[1] == 'i' && comm[2] == 'g' && comm[3] == 'r' &&
+		    comm[8] == 'n' && comm[9] == '/')
+			flags |= LBS_MF_STOPPER;
+	}
+	if (BPF_CORE_READ(cur, pid) == 0)
+		flags |= LBS_MF_CURRENT_IDLE;
+	c = bpf_map_lookup_elem(&cpuctx, &zero);
+	if (c && c->in_sched_softirq)
+		flags |= LBS_MF_SCHED_SOFTIRQ;
+	e->flags = flags;
+	submit(e);
+	return 0;
+}
+
+static __always_inline int emit_rq(struct rq *rq, __u16 kind, __u64 v0, __u64 v1, __u64 v2)
+{
+	struct lbs_rq *e = reserve(sizeof(*e), kind);
+
+	if (!e)
+		return 0;
+	e->rq_cpu = BPF_CORE_READ(rq, cpu);
+	e->v0 = v0;
+	e->v1 = v1;
+	e->v2 = v2;
+	submit(e);
+	return 0;
+}
+
+static __always_inline int h_nr_running(__u64 *ctx)
+{
+	struct rq *rq = (void *)ctx[0];
+
+	return emit_rq(rq, LBS_NR_RUNNING, BPF_CORE_READ(rq, nr_running), 0, 0);
+}
+
+static __always_inline int h_pelt_cfs(__u64 *ctx)
+{
+	struct cfs_rq *cfs = (void *)ctx[0];
+	struct rq *rq = BPF_CORE_READ(cfs, rq);
+	struct rq_state *st;
+	__u32 cpu;
+	__u64 now;
+
+	/* Only the root cfs_rq of each CPU: &rq->cfs. */
+	if ((void *)cfs != (void *)rq + bpf_core_field_offset(struct rq, cfs))
+		return 0;
+	cpu = BPF_CORE_READ(rq, cpu);
+	st = bpf_map_lookup_elem(&rqstate, &cpu);
+	if (!st)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (now - st->last_pelt_ts < pelt_interval_ns)
+		return 0;
+	st->last_pelt_ts = now;
+	return emit_rq(rq, LBS_PELT, BPF_CORE_READ(cfs, avg.load_avg),
+		       BPF_CORE_READ(cfs, avg.runnable_avg), BPF_CORE_READ(cfs, avg.util_avg));
+}
+
+static __always_inline int h_capacity(__u64 *ctx)
+{
+	struct rq *rq = (void *)ctx[0];
+	__u32 cpu = BPF_CORE_READ(rq, cpu);
+	__u64 cap = BPF_CORE_READ(rq, cpu_capacity);
+	struct rq_state *st = bpf_map_lookup_elem(&rqstate, &cpu);
+
+	if (!st || st->last_capacity == cap)
+		return 0;
+	st->last_capacity = cap;
+	return emit_rq(rq, LBS_CAPACITY, cap, 0, 0);
+}
+
+static __always_inline int h_softirq(__u64 *ctx, bool entry)
+{
+	__u32 vec = (__u32)ctx[0], zero = 0;
+	struct lbs_softirq *e;
+	struct cpu_ctx *c;
+	bool idle = false;
+	char comm[16];
+
+	if (vec != SCHED_SOFTIRQ)
+		return 0;
+	c = bpf_map_lookup_elem(&cpuctx, &zero);
+	if (!c)
+		return 0;
+	c->in_sched_softirq = entry;
+	if (entry) {
+		__u32 pid = bpf_get_current_pid_tgid();
+
+		idle = pid == 0;
+		/* In ksoftirqd the balancer's idle type follows the task ksoftirqd replaced. */
+		if (!idle) {
+			bpf_get_current_comm(&comm, sizeof(comm));
+			if (comm[0] == 'k' && comm[1] == 's' && comm[2] == 'o' && comm[3] == 'f' &&
+			    comm[8] == 'd' && c->last_prev_pid == 0)
+				idle = true;
+		}
+	}
+	e = reserve(sizeof(*e), LBS_SOFTIRQ);
+	if (!e)
+		return 0;
+	e->h.flags = (entry ? 1 : 0) | (idle ? 2 : 0);
+	submit(e);
+	return 0;
+}
+
+static __always_inline int emit_numa(__u32 op, struct task_struct *src, __s32 src_cpu,
+				     struct task_struct *dst, __s32 dst_cpu)
+{
+	struct lbs_numa *e = reserve(sizeof(*e), LBS_NUMA);
+
+	if (!e)
+		return 0;
+	e->op = op;
+	e->pid = BPF_CORE_READ(src, pid);
+	e->src_cpu = src_cpu;
+	e->dst_pid = dst ? BPF_CORE_READ(dst, pid) : 0;
+	e->dst_cpu = dst_cpu;
+	submit(e);
+	return 0;
+}
+
+static __always_inline int h_move_numa(__u64 *ctx)
+{
+	return emit_numa(LBS_NUMA_MOVE, (void *)ctx[0], (__s32)ctx[1], NULL, (__s32)ctx[2]);
+}
+
+static __always_inline int h_swap_numa(__u64 *ctx)
+{
+	return emit_numa(LBS_NUMA_SWAP, (void *)ctx[0], (__s32)ctx[1], (void *)ctx[2],
+			 (__s32)ctx[3]);
+}
+
+static __always_inline int h_stick_numa(__u64 *ctx)
+{
+	return emit_numa(LBS_NUMA_STICK, (void *)ctx[0], (__s32)ctx[1], (void *)ctx[2],
+			 (__s32)ctx[3]);
+}
+
+static __always_inline int h_exec(__u64 *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+	__u32 pid = BPF_CORE_READ(p, pid);
+	struct known_task nk = {};
+
+	nk.tgid = BPF_CORE_READ(p, tgid);
+	nk.mask_hash = mask_hash_of(p, NULL);
+	bpf_map_update_elem(&known, &pid, &nk, BPF_ANY);
+	emit_task(p, pid, nk.tgid, 1);
+	return 0;
+}
+
+static __always_inline int h_exit(__u64 *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+	__u32 pid = BPF_CORE_READ(p, pid);
+	struct lbs_task *e;
+
+	bpf_map_delete_elem(&known, &pid);
+	e = reserve(sizeof(*e), LBS_EXIT);
+	if (!e)
+		return 0;
+	e->pid = pid;
+	e->tgid = BPF_CORE_READ(p, tgid);
+	BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
+	submit(e);
+	return 0;
+}
+
+/* Two entry points per tracepoint; the Rust side autoloads one of each pair. */
+#define LBS_TP(tp, handler)                                                                  \
+	SEC("tp_btf/" #tp) int btf_##tp(__u64 *ctx) { return handler; }                     \
+	SEC("raw_tp/" #tp) int raw_##tp(__u64 *ctx) { return handler; }
+
+LBS_TP(sched_switch, h_switch(ctx))
+LBS_TP(sched_waking, h_waking(ctx))
+LBS_TP(sched_wakeup, h_wakeup(ctx))
+LBS_TP(sched_wakeup_new, h_wakeup_new(ctx))
+LBS_TP(sched_migrate_task, h_migrate(ctx))
+LBS_TP(sched_update_nr_running_tp, h_nr_running(ctx))
+LBS_TP(pelt_cfs_tp, h_pelt_cfs(ctx))
+LBS_TP(sched_cpu_capacity_tp, h_capacity(ctx))
+LBS_TP(softirq_entry, h_softirq(ctx, true))
+LBS_TP(softirq_exit, h_softirq(ctx, false))
+LBS_TP(sched_move_numa, h_move_numa(ctx))
+LBS_TP(sched_swap_numa, h_swap_numa(ctx))
+LBS_TP(sched_stick_numa, h_stick_numa(ctx))
+LBS_TP(sched_process_exec, h_exec(ctx))
+LBS_TP(sched_process_exit, h_exit(ctx))

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The wire ABI between bpf/lbscope.bpf.c and the Rust live source: record kinds and the
+ * record layouts placed in the ring buffer. Rust sees these structs through the skeleton's
+ * generated types (src/source/live/decode.rs), never through a hand copy.
+ * Every record starts with struct lbs_hdr; records are 8-byte aligned.
+ */
+#ifndef LBSCOPE_H
+#define LBSCOPE_H
+
+#define LBS_COMM_LEN 16
+/* Affinity words carried per task: 64 * 16 = 1024 CPUs (src/cpuset.rs MAX_CPUS). */
+#define LBS_MASK_WORDS 16
+#define LBS_MAX_CPUS 1024
+#define LBS_STACK_DEPTH 32
+
+enum lbs_kind {
+	LBS_SWITCH = 1,
+	LBS_WAKING = 2,
+	LBS_WAKEUP = 3,
+	LBS_WAKEUP_NEW = 4,
+	LBS_MIGRATE = 5,
+	LBS_NR_RUNNING = 6,
+	LBS_PELT = 7,
+	LBS_CAPACITY = 8,
+	LBS_SOFTIRQ = 9,
+	LBS_NUMA = 10,
+	LBS_TASK = 11,
+	LBS_AFFINITY = 12,
+	LBS_EXIT = 13,
+};
+
+/* lbs_migrate.flags */
+enum lbs_migrate_flags {
+	LBS_MF_STOPPER = 1,	  /* current is the stopper thread migration/N */
+	LBS_MF_HARDIRQ = 2,	  /* reserved: hardirq context (not observable here) */
+	LBS_MF_SCHED_SOFTIRQ = 4, /* inside SCHED_SOFTIRQ on this CPU */
+	LBS_MF_IN_EXECVE = 8,	  /* p->in_execve */
+	LBS_MF_CURRENT_IDLE = 16, /* current is the idle task */
+};
+
+/* lbs_numa.op */
+enum lbs_numa_op {
+	LBS_NUMA_MOVE = 0,
+	LBS_NUMA_SWAP = 1,
+	LBS_NUMA_STICK = 2,
+};
+
+struct lbs_hdr {
+	__u64 ts;
+	__u16 kind;
+	__u16 flags;
+	__u32 cpu;
+};
+
+struct lbs_switch {
+	struct lbs_hdr h;
+	__u32 prev_pid;
+	__u32 next_pid;
+	__u32 prev_state;
+	__u32 pad;
+};
+
+/* LBS_WAKING (a = prev_cpu), LBS_WAKEUP (a = target_cpu), LBS_WAKEUP_NEW (a = target_cpu) */
+struct lbs_wake {
+	struct lbs_hdr h;
+	__u32 pid;
+	__u32 tgid;
+	__u32 a;
+	__u32 pad;
+};
+
+struct lbs_migrate {
+	struct lbs_hdr h;
+	__u32 pid;
+	__u32 src_cpu;
+	__u32 dst_cpu;
+	__s32 stack_id;
+	__u32 flags;
+	__u32 policy;
+};
+
+/* LBS_NR_RUNNING (v0 = nr_running), LBS_CAPACITY (v0 = cpu_capacity),
+ * LBS_PELT (v0 = load_avg, v1 = runnable_avg, v2 = util_avg) */
+struct lbs_rq {
+	struct lbs_hdr h;
+	__u32 rq_cpu;
+	__u32 pad;
+	__u64 v0;
+	__u64 v1;
+	__u64 v2;
+};
+
+/* LBS_SOFTIRQ: h.flags bit 0 = entry, bit 1 = idle */
+struct lbs_softirq {
+	struct lbs_hdr h;
+};
+
+struct lbs_numa {
+	struct lbs_hdr h;
+	__u32 op;
+	__u32 pid;
+	__s32 src_cpu;
+	__u32 dst_pid;
+	__s32 dst_cpu;
+	__u32 pad;
+};
+
+/* LBS_TASK (h.flags bit 0 = exec), LBS_EXIT */
+struct lbs_task {
+	struct lbs_hdr h;
+	__u32 pid;
+	__u32 tgid;
+	char comm[LBS_COMM_LEN];
+};
+
+struct lbs_affinity {
+	struct lbs_hdr h;
+	__u32 pid;
+	__u32 nr_words;
+	__u64 mask[LBS_MASK_WORDS];
+};
+
+#endif /* LBSCOPE_H */

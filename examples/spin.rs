@@ -1,0 +1,73 @@
+//! `spin`: N busy-looping threads for a fixed time, optionally pinned.
+//!
+//! Reproduces run-queue overload: with `--threads 4 --pin 0` every thread is runnable on CPU 0
+//! all the time while the other CPUs cannot take any of them, so idle-while-others-wait time and
+//! run-queue latency on CPU 0 go to nearly 100%. Unpinned, it is plain CPU-bound load the
+//! balancer has to spread evenly.
+//!
+//! Output: `ready pid=<PID> tids=<main>,<workers...>`, then
+//! `done tids=<...> threads=<N> duration_ms=<D> elapsed_ms=<E> iters=<i1>,<i2>,... total_iters=<sum>`
+//! where `iters` lists each worker's busy-loop iterations (one iteration is one step of an
+//! arithmetic generator) in the order of the worker tids.
+
+mod common;
+
+use anyhow::Result;
+use clap::Parser;
+use common::{Common, CpuList, Crew};
+use std::time::{Duration, Instant};
+
+/// Run N busy-looping threads for a fixed time (CPU-bound load; pinned to one CPU, run-queue
+/// overload on that CPU)
+#[derive(Parser, Debug)]
+#[command(after_help = "Prints `ready pid=<PID> tids=<main>,<workers>` once the threads exist, \
+then `done tids=<...> threads=N duration_ms=D elapsed_ms=E iters=<per worker> total_iters=SUM`.")]
+struct Cli {
+    /// Number of busy-looping worker threads
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+
+    /// How long each worker spins, in milliseconds from the start
+    #[arg(long, default_value_t = 2000)]
+    duration_ms: u64,
+
+    /// Pin every worker to these CPUs (cpulist, e.g. `0` or `0-1,3`); the main thread stays
+    /// unpinned
+    #[arg(long, value_name = "CPULIST")]
+    pin: Option<CpuList>,
+
+    #[command(flatten)]
+    common: Common,
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let mut crew = Crew::new(&cli.common.comm)?;
+    let duration = Duration::from_millis(cli.duration_ms);
+    let mut workers = Vec::with_capacity(cli.threads);
+    for _ in 0..cli.threads {
+        workers.push(crew.spawn(cli.pin.as_ref(), move |start: Instant| {
+            common::spin_until(start + duration)
+        })?);
+    }
+    let start = crew.start(cli.common.gate)?;
+    let iters = workers
+        .into_iter()
+        .map(common::join)
+        .collect::<Result<Vec<u64>>>()?;
+    let elapsed = start.elapsed();
+    let list: Vec<String> = iters.iter().map(|i| i.to_string()).collect();
+    let summary = format!(
+        "threads={} duration_ms={} elapsed_ms={} iters={} total_iters={}",
+        cli.threads,
+        cli.duration_ms,
+        common::ms(elapsed),
+        if list.is_empty() {
+            "-".to_string()
+        } else {
+            list.join(",")
+        },
+        iters.iter().sum::<u64>()
+    );
+    common::finish(crew.tids(), &summary, cli.common.hold)
+}

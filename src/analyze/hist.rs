@@ -1,0 +1,204 @@
+//! Run-queue latency histograms: runqlat's log2 microsecond slots (for the familiar picture)
+//! plus a finer log-linear nanosecond histogram (for percentiles), an exact max and min.
+//!
+//! Invariants: `count` equals the sum of `log2` and the sum of `fine`; memory is bounded by
+//! the largest value seen (at most [`FINE_LEN`] counters), never by the number of samples.
+//!
+//! Percentile precision: the fine histogram keeps every value below 16 ns exact and splits
+//! each power of two above into 16 equal sub-buckets, so a bucket's width is at most 1/16 of
+//! its lower bound. A percentile is reported as its bucket's midpoint (clamped to the exact
+//! min and max), hence within about 3.2% of the true sample value.
+
+use super::snapshot::LatencySummary;
+
+/// runqlat's `MAX_SLOTS`: the last slot catches every larger latency.
+pub const LOG2_SLOTS: usize = 26;
+
+/// Sub-buckets per power of two, as a shift (16 sub-buckets).
+const SUB_BITS: u32 = 4;
+const SUB: u64 = 1 << SUB_BITS;
+/// Number of fine buckets needed for any `u64`.
+const FINE_LEN: usize = ((64 - SUB_BITS as usize) * SUB as usize) + SUB as usize;
+
+/// runqlat's slot for a latency in microseconds: floor(log2(us)), with 0 and 1 both in slot 0,
+/// capped at the last slot (libbpf-tools `log2l` then `if (slot >= MAX_SLOTS)`).
+pub fn log2_slot(us: u64) -> usize {
+    if us < 2 {
+        0
+    } else {
+        ((63 - us.leading_zeros()) as usize).min(LOG2_SLOTS - 1)
+    }
+}
+
+/// The fine bucket of a value in nanoseconds.
+fn fine_index(v: u64) -> usize {
+    if v < SUB {
+        v as usize
+    } else {
+        let octave = 63 - v.leading_zeros(); // >= SUB_BITS
+        let sub = (v >> (octave - SUB_BITS)) & (SUB - 1);
+        ((octave - SUB_BITS + 1) as u64 * SUB + sub) as usize
+    }
+}
+
+/// Inclusive value range of a fine bucket.
+fn fine_bounds(i: usize) -> (u64, u64) {
+    let i = i as u64;
+    if i < SUB {
+        return (i, i);
+    }
+    let octave = (i / SUB) as u32 + SUB_BITS - 1;
+    let sub = i % SUB;
+    let width = 1u64 << (octave - SUB_BITS);
+    let lo = (1u64 << octave) + sub * width;
+    (lo, lo + (width - 1))
+}
+
+/// One latency histogram.
+#[derive(Clone, Debug, Default)]
+pub struct LatHist {
+    count: u64,
+    log2: [u64; LOG2_SLOTS],
+    /// Grown on demand up to the bucket of the largest value seen.
+    fine: Vec<u64>,
+    min_ns: u64,
+    max_ns: u64,
+}
+
+impl LatHist {
+    /// Number of samples.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Adds one latency in nanoseconds.
+    pub fn record(&mut self, ns: u64) {
+        if self.count == 0 || ns < self.min_ns {
+            self.min_ns = ns;
+        }
+        self.max_ns = self.max_ns.max(ns);
+        self.count += 1;
+        // runqlat divides by 1000 (integer) before taking the slot.
+        self.log2[log2_slot(ns / 1000)] += 1;
+        let i = fine_index(ns);
+        if self.fine.len() <= i {
+            self.fine.resize(i + 1, 0);
+        }
+        self.fine[i] += 1;
+    }
+
+    /// Adds every sample of `other`.
+    pub fn merge(&mut self, other: &LatHist) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 || other.min_ns < self.min_ns {
+            self.min_ns = other.min_ns;
+        }
+        self.max_ns = self.max_ns.max(other.max_ns);
+        self.count += other.count;
+        for (a, b) in self.log2.iter_mut().zip(other.log2.iter()) {
+            *a += b;
+        }
+        if self.fine.len() < other.fine.len() {
+            self.fine.resize(other.fine.len(), 0);
+        }
+        for (a, b) in self.fine.iter_mut().zip(other.fine.iter()) {
+            *a += b;
+        }
+    }
+
+    /// The value (ns) at permille `q` (500 = median, 999 = p99.9): nearest rank, reported as
+    /// the bucket midpoint clamped to the exact min and max.
+    fn quantile_ns(&self, q: u64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let rank = ((self.count as u128 * q as u128).div_ceil(1000)).max(1) as u64;
+        let mut seen = 0u64;
+        for (i, c) in self.fine.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                let (lo, hi) = fine_bounds(i);
+                let mid = lo + (hi - lo) / 2;
+                return mid.clamp(self.min_ns, self.max_ns);
+            }
+        }
+        self.max_ns
+    }
+
+    /// The serializable summary, in microseconds.
+    pub fn summary(&self) -> LatencySummary {
+        let last = self.log2.iter().rposition(|c| *c != 0).map_or(0, |i| i + 1);
+        LatencySummary {
+            count: self.count,
+            log2_buckets: self.log2[..last].to_vec(),
+            p50: ns_to_us(self.quantile_ns(500)),
+            p90: ns_to_us(self.quantile_ns(900)),
+            p99: ns_to_us(self.quantile_ns(990)),
+            p999: ns_to_us(self.quantile_ns(999)),
+            max: ns_to_us(self.max_ns),
+        }
+    }
+}
+
+/// Nanoseconds as microseconds. Written as an integer over 1000 so the value prints with at
+/// most three decimals and parses back to the same `f64` (JSON round trips compare equal).
+pub fn ns_to_us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fine_buckets_are_contiguous_and_cover_u64() {
+        let mut next = 0u64;
+        for i in 0..FINE_LEN {
+            let (lo, hi) = fine_bounds(i);
+            assert_eq!(lo, next, "bucket {i}");
+            assert!(hi >= lo);
+            assert_eq!(fine_index(lo), i);
+            assert_eq!(fine_index(hi), i);
+            next = hi.wrapping_add(1);
+        }
+        assert_eq!(next, 0, "last bucket ends at u64::MAX");
+        assert_eq!(fine_index(u64::MAX), FINE_LEN - 1);
+    }
+
+    #[test]
+    fn percentiles_within_precision() {
+        let mut h = LatHist::default();
+        for v in 1..=1000u64 {
+            h.record(v * 1000);
+        }
+        let s = h.summary();
+        assert_eq!(s.count, 1000);
+        assert_eq!(s.max, 1000.0);
+        for (got, want) in [(s.p50, 500.0), (s.p90, 900.0), (s.p99, 990.0), (s.p999, 999.0)] {
+            assert!((got - want).abs() / want < 0.035, "{got} vs {want}");
+        }
+        let mut one = LatHist::default();
+        one.record(12_345);
+        let s = one.summary();
+        assert_eq!((s.p50, s.p999, s.max), (12.345, 12.345, 12.345));
+    }
+
+    #[test]
+    fn merge_adds() {
+        let mut a = LatHist::default();
+        let mut b = LatHist::default();
+        a.record(5_000);
+        b.record(1_000_000);
+        b.record(10);
+        a.merge(&b);
+        assert_eq!(a.count(), 3);
+        let s = a.summary();
+        assert_eq!(s.max, 1000.0);
+        assert_eq!(s.log2_buckets.iter().sum::<u64>(), 3);
+        assert_eq!(s.log2_buckets[0], 1);
+        assert_eq!(s.log2_buckets[2], 1);
+        assert_eq!(s.log2_buckets[9], 1);
+    }
+}

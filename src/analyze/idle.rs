@@ -1,0 +1,316 @@
+//! Idle-while-others-wait accounting: for every domain of every level, how long some CPU of
+//! the span was idle while a task waited on another CPU of the span.
+//!
+//! Owns the waiter index (which tasks wait on which CPU, split by whether their affinity
+//! allows every CPU) and the set of idle CPUs, both fed by the analyzer. A domain's status
+//! (none / movable / pinned) is piecewise constant: it is re-evaluated after each event only
+//! for the domains containing a CPU the event touched, and the time since the last change is
+//! credited to the old status when it changes or when an interval closes. So the cost per
+//! event is a few domains times the waiting CPUs of their spans, not all domains, and never
+//! CPUs squared; per-waiter affinity checks run only when the span has an idle CPU and the
+//! waiter's affinity is restricted.
+//!
+//! Invariants: `waiting` holds exactly the CPUs whose counted waiter list is non-empty; every
+//! [`WaitSlot`] handed out is returned exactly once through [`IdleAccounting::remove_waiter`].
+
+use super::filter::Filter;
+use super::snapshot::{fraction, IdleWhileWaiting};
+use crate::cpuset::{CpuSet, MAX_CPUS};
+use crate::event::Pid;
+use crate::topology::Topology;
+
+/// Where and how a waiting task was indexed, so that it is removed exactly as it was added
+/// even if its affinity or filter match changed since.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitSlot {
+    /// The CPU it waits on.
+    pub cpu: u32,
+    /// It counts for idle-while-waiting (it matched the task filter).
+    counted: bool,
+    /// Its affinity allows every CPU.
+    free: bool,
+}
+
+/// Waiters of one CPU.
+#[derive(Clone, Debug, Default)]
+struct CpuWaiters {
+    /// Every waiter, counted or not (for the CPU table).
+    all: u32,
+    /// Counted waiters allowed everywhere.
+    free: u32,
+    /// Counted waiters with a restricted affinity, with that affinity.
+    restricted: Vec<(Pid, CpuSet)>,
+}
+
+impl CpuWaiters {
+    fn has_counted(&self) -> bool {
+        self.free > 0 || !self.restricted.is_empty()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Status {
+    None,
+    Movable,
+    Pinned,
+}
+
+/// One domain's accumulators.
+#[derive(Clone, Debug)]
+struct DomAcc {
+    level: usize,
+    span: CpuSet,
+    status: Status,
+    /// When `status` last changed or was last credited.
+    since: u64,
+    movable_ns: u64,
+    pinned_ns: u64,
+}
+
+impl DomAcc {
+    /// Credits the time since `since` to the current status.
+    fn credit(&mut self, t: u64) {
+        let d = t.saturating_sub(self.since);
+        match self.status {
+            Status::Movable => self.movable_ns += d,
+            Status::Pinned => self.pinned_ns += d,
+            Status::None => {}
+        }
+        self.since = self.since.max(t);
+    }
+}
+
+/// The accounting state; see the module documentation.
+#[derive(Clone, Debug)]
+pub struct IdleAccounting {
+    /// Every CPU of the topology: an affinity containing them all is "free".
+    all_cpus: CpuSet,
+    idle: CpuSet,
+    /// CPUs with at least one counted waiter.
+    waiting: CpuSet,
+    cpus: Vec<CpuWaiters>,
+    doms: Vec<DomAcc>,
+    /// For each CPU, the indices in `doms` of every domain whose span contains it (NUMA spans
+    /// overlap, so a CPU may be in several domains of one level).
+    cpu_doms: Vec<Vec<u32>>,
+    /// CPUs touched since the last `settle`.
+    touched: Vec<u32>,
+}
+
+impl IdleAccounting {
+    /// Accounting for every domain of `topo`, with no CPU idle and no waiter.
+    pub fn new(topo: &Topology) -> IdleAccounting {
+        let mut all_cpus = topo.online.or(&CpuSet::first_n(topo.nr_cpus));
+        let mut doms = Vec::new();
+        for (li, level) in topo.levels.iter().enumerate() {
+            for d in &level.domains {
+                all_cpus = all_cpus.or(&d.span);
+                doms.push(DomAcc {
+                    level: li,
+                    span: d.span,
+                    status: Status::None,
+                    since: 0,
+                    movable_ns: 0,
+                    pinned_ns: 0,
+                });
+            }
+        }
+        let n = all_cpus.iter().last().map_or(0, |c| c + 1);
+        let mut cpu_doms = vec![Vec::new(); n];
+        for (i, d) in doms.iter().enumerate() {
+            for c in d.span.iter() {
+                cpu_doms[c].push(i as u32);
+            }
+        }
+        IdleAccounting {
+            all_cpus,
+            idle: CpuSet::new(),
+            waiting: CpuSet::new(),
+            cpus: vec![CpuWaiters::default(); n],
+            doms,
+            cpu_doms,
+            touched: Vec::new(),
+        }
+    }
+
+    /// The waiter list of `cpu`, grown on demand; `None` past [`MAX_CPUS`].
+    fn waiters_mut(&mut self, cpu: u32) -> Option<&mut CpuWaiters> {
+        let c = cpu as usize;
+        if c >= MAX_CPUS {
+            return None;
+        }
+        if self.cpus.len() <= c {
+            self.cpus.resize(c + 1, CpuWaiters::default());
+        }
+        Some(&mut self.cpus[c])
+    }
+
+    fn touch(&mut self, cpu: u32) {
+        if !self.touched.contains(&cpu) {
+            self.touched.push(cpu);
+        }
+    }
+
+    /// Records whether `cpu` runs its idle task.
+    pub fn set_idle(&mut self, cpu: u32, idle: bool) {
+        if self.idle.contains(cpu as usize) != idle {
+            if idle {
+                self.idle.insert(cpu as usize);
+            } else {
+                self.idle.remove(cpu as usize);
+            }
+            self.touch(cpu);
+        }
+    }
+
+    /// Indexes task `pid` as waiting on `cpu`. `counted`: it matches the task filter;
+    /// `allowed`: its affinity (`None` = every CPU).
+    pub fn add_waiter(
+        &mut self,
+        pid: Pid,
+        cpu: u32,
+        counted: bool,
+        allowed: Option<&CpuSet>,
+    ) -> WaitSlot {
+        let free = allowed.is_none_or(|a| self.all_cpus.is_subset(a));
+        let slot = WaitSlot { cpu, counted, free };
+        let Some(w) = self.waiters_mut(cpu) else {
+            return slot;
+        };
+        w.all += 1;
+        if counted {
+            match allowed {
+                Some(a) if !free => w.restricted.push((pid, *a)),
+                _ => w.free += 1,
+            }
+            self.waiting.insert(cpu as usize);
+            self.touch(cpu);
+        }
+        slot
+    }
+
+    /// Removes a waiter added with [`IdleAccounting::add_waiter`].
+    pub fn remove_waiter(&mut self, pid: Pid, slot: WaitSlot) {
+        let Some(w) = self.waiters_mut(slot.cpu) else {
+            return;
+        };
+        w.all = w.all.saturating_sub(1);
+        if !slot.counted {
+            return;
+        }
+        if slot.free {
+            w.free = w.free.saturating_sub(1);
+        } else if let Some(i) = w.restricted.iter().position(|(p, _)| *p == pid) {
+            w.restricted.swap_remove(i);
+        }
+        if !w.has_counted() {
+            self.waiting.remove(slot.cpu as usize);
+        }
+        self.touch(slot.cpu);
+    }
+
+    /// Tasks seen waiting on `cpu` (counted or not).
+    pub fn waiting_on(&self, cpu: u32) -> u32 {
+        self.cpus.get(cpu as usize).map_or(0, |w| w.all)
+    }
+
+    /// Re-evaluates the domains of the CPUs touched since the last call; a status change
+    /// takes effect at `t`.
+    pub fn settle(&mut self, t: u64) {
+        if self.touched.is_empty() {
+            return;
+        }
+        let mut dom_ids: Vec<u32> = Vec::new();
+        for cpu in self.touched.drain(..) {
+            if let Some(ds) = self.cpu_doms.get(cpu as usize) {
+                dom_ids.extend_from_slice(ds);
+            }
+        }
+        dom_ids.sort_unstable();
+        dom_ids.dedup();
+        for i in dom_ids {
+            let i = i as usize;
+            let status = self.evaluate(&self.doms[i].span);
+            let d = &mut self.doms[i];
+            if status != d.status {
+                d.credit(t);
+                d.status = status;
+                d.since = t;
+            }
+        }
+    }
+
+    /// The status of a span now.
+    fn evaluate(&self, span: &CpuSet) -> Status {
+        let idle = self.idle.and(span);
+        if idle.is_empty() {
+            return Status::None;
+        }
+        let waiting = self.waiting.and(span);
+        if waiting.is_empty() {
+            return Status::None;
+        }
+        let several_idle = idle.len() > 1;
+        let mut other_idle_exists = false;
+        for j in waiting.iter() {
+            // A task waiting on an idle CPU is about to run there: only other idle CPUs count.
+            if !several_idle && idle.contains(j) {
+                continue;
+            }
+            other_idle_exists = true;
+            let w = &self.cpus[j];
+            if w.free > 0 {
+                return Status::Movable;
+            }
+            if !w.restricted.is_empty() {
+                let mut others = idle;
+                others.remove(j);
+                if w.restricted.iter().any(|(_, a)| a.intersects(&others)) {
+                    return Status::Movable;
+                }
+            }
+        }
+        if other_idle_exists {
+            Status::Pinned
+        } else {
+            Status::None
+        }
+    }
+
+    /// Credits every domain up to `t` (an interval boundary or the end of a partial one).
+    pub fn flush(&mut self, t: u64) {
+        for d in &mut self.doms {
+            d.credit(t);
+        }
+    }
+
+    /// Restarts every domain's clock at `t` without crediting (a new analysis start).
+    pub fn restart(&mut self, t: u64) {
+        for d in &mut self.doms {
+            d.since = t;
+        }
+    }
+
+    /// The figures since the last call, for an interval of `len` ns, then zeroes them. Call
+    /// [`IdleAccounting::flush`] at the interval end first.
+    pub fn take(&mut self, len: u64, topo: &Topology, filter: &Filter) -> Vec<IdleWhileWaiting> {
+        let mut out = Vec::new();
+        for d in &mut self.doms {
+            let (movable_ns, pinned_ns) = (d.movable_ns, d.pinned_ns);
+            d.movable_ns = 0;
+            d.pinned_ns = 0;
+            if !filter.matches_span(&d.span) {
+                continue;
+            }
+            out.push(IdleWhileWaiting {
+                level: topo.level_key(Some(d.level)).to_string(),
+                span: d.span,
+                movable_ns,
+                pinned_ns,
+                movable_fraction: fraction(movable_ns, len),
+                pinned_fraction: fraction(pinned_ns, len),
+            });
+        }
+        out
+    }
+}

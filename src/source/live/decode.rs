@@ -1,0 +1,334 @@
+//! Ring-buffer records (bpf/lbscope.h, through the skeleton's generated types) to [`Event`]s.
+//! The only place kernel bytes are reinterpreted: every read checks the record's length first.
+
+use super::kallsyms::Kallsyms;
+use super::skel::types as t;
+use crate::cpuset::CpuSet;
+use crate::event::{Event, EventKind, MigrateContext, NumaOp};
+use crate::reason::{classify_frames, Resolver, StackClass};
+use std::collections::HashMap;
+
+/// Reads a `T` from the front of `data`, or `None` when the record is too short.
+fn read<T: Copy>(data: &[u8]) -> Option<T> {
+    if data.len() < std::mem::size_of::<T>() {
+        return None;
+    }
+    // SAFETY: the length was checked; `T` is one of the generated `#[repr(C)]` plain-data
+    // record types (integers and byte arrays only), valid for any bit pattern; the read is
+    // unaligned-safe.
+    Some(unsafe { std::ptr::read_unaligned(data.as_ptr().cast::<T>()) })
+}
+
+fn comm_str(c: &[std::ffi::c_char]) -> String {
+    let bytes: Vec<u8> = c.iter().take_while(|b| **b != 0).map(|b| *b as u8).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Turns records into events, classifying each distinct migration stack once.
+pub struct Decoder {
+    kallsyms: Kallsyms,
+    stacks: HashMap<u32, StackClass>,
+    resolver: Resolver,
+    /// Records that did not parse (wrong length or kind): a bug, shown by `doctor`/reports.
+    pub malformed: u64,
+}
+
+impl Decoder {
+    /// A decoder naming frames with `kallsyms`.
+    pub fn new(kallsyms: Kallsyms) -> Self {
+        Decoder {
+            kallsyms,
+            stacks: HashMap::new(),
+            resolver: Resolver::new(),
+            malformed: 0,
+        }
+    }
+
+    /// Decodes one record into `out`. `stack` fetches the addresses of a stack id from the
+    /// kernel's stack map.
+    pub fn decode(
+        &mut self,
+        data: &[u8],
+        stack: &dyn Fn(u32) -> Option<Vec<u64>>,
+        out: &mut Vec<Event>,
+    ) {
+        let Some(h) = read::<t::lbs_hdr>(data) else {
+            self.malformed += 1;
+            return;
+        };
+        let (ts_ns, cpu) = (h.ts, h.cpu);
+        let kind = match t::lbs_kind(u32::from(h.kind)) {
+            t::lbs_kind::LBS_SWITCH => read::<t::lbs_switch>(data).map(|r| EventKind::Switch {
+                prev_pid: r.prev_pid,
+                prev_state: r.prev_state,
+                next_pid: r.next_pid,
+            }),
+            t::lbs_kind::LBS_WAKING => read::<t::lbs_wake>(data).map(|r| {
+                self.resolver.note_waking(cpu, r.pid);
+                EventKind::Waking {
+                    pid: r.pid,
+                    prev_cpu: r.a,
+                }
+            }),
+            t::lbs_kind::LBS_WAKEUP => read::<t::lbs_wake>(data).map(|r| EventKind::Wakeup {
+                pid: r.pid,
+                target_cpu: r.a,
+            }),
+            t::lbs_kind::LBS_WAKEUP_NEW => {
+                read::<t::lbs_wake>(data).map(|r| EventKind::WakeupNew {
+                    pid: r.pid,
+                    tgid: r.tgid,
+                    target_cpu: r.a,
+                })
+            }
+            t::lbs_kind::LBS_MIGRATE => match read::<t::lbs_migrate>(data) {
+                Some(r) => {
+                    self.migrate(ts_ns, cpu, &r, stack, out);
+                    return;
+                }
+                None => None,
+            },
+            t::lbs_kind::LBS_NR_RUNNING => read::<t::lbs_rq>(data).map(|r| EventKind::NrRunning {
+                rq_cpu: r.rq_cpu,
+                nr_running: r.v0 as u32,
+            }),
+            t::lbs_kind::LBS_PELT => read::<t::lbs_rq>(data).map(|r| EventKind::Pelt {
+                rq_cpu: r.rq_cpu,
+                load_avg: r.v0,
+                runnable_avg: r.v1,
+                util_avg: r.v2,
+            }),
+            t::lbs_kind::LBS_CAPACITY => read::<t::lbs_rq>(data).map(|r| EventKind::Capacity {
+                rq_cpu: r.rq_cpu,
+                capacity: r.v0,
+            }),
+            t::lbs_kind::LBS_SOFTIRQ => Some(EventKind::BalanceSoftirq {
+                entry: h.flags & 1 != 0,
+                idle: h.flags & 2 != 0,
+            }),
+            t::lbs_kind::LBS_NUMA => read::<t::lbs_numa>(data).and_then(|r| {
+                let op = match t::lbs_numa_op(r.op) {
+                    t::lbs_numa_op::LBS_NUMA_MOVE => NumaOp::Move,
+                    t::lbs_numa_op::LBS_NUMA_SWAP => NumaOp::Swap,
+                    t::lbs_numa_op::LBS_NUMA_STICK => NumaOp::Stick,
+                    _ => return None,
+                };
+                if op != NumaOp::Stick {
+                    self.resolver.note_numa(
+                        ts_ns,
+                        r.pid,
+                        r.src_cpu,
+                        r.dst_pid,
+                        r.dst_cpu,
+                        op == NumaOp::Swap,
+                    );
+                }
+                Some(EventKind::Numa {
+                    op,
+                    pid: r.pid,
+                    src_cpu: r.src_cpu,
+                    dst_pid: r.dst_pid,
+                    dst_cpu: r.dst_cpu,
+                })
+            }),
+            t::lbs_kind::LBS_TASK => read::<t::lbs_task>(data).map(|r| EventKind::Task {
+                pid: r.pid,
+                tgid: r.tgid,
+                comm: comm_str(&r.comm),
+                exec: h.flags & 1 != 0,
+            }),
+            t::lbs_kind::LBS_AFFINITY => read::<t::lbs_affinity>(data).map(|r| {
+                let n = (r.nr_words as usize).min(r.mask.len());
+                EventKind::Affinity {
+                    pid: r.pid,
+                    cpus: CpuSet::from_words(&r.mask[..n]),
+                }
+            }),
+            t::lbs_kind::LBS_EXIT => read::<t::lbs_task>(data).map(|r| EventKind::Exit {
+                pid: r.pid,
+                tgid: r.tgid,
+            }),
+            _ => None,
+        };
+        match kind {
+            Some(kind) => out.push(Event { ts_ns, cpu, kind }),
+            None => self.malformed += 1,
+        }
+    }
+
+    fn migrate(
+        &mut self,
+        ts_ns: u64,
+        cpu: u32,
+        r: &t::lbs_migrate,
+        stack: &dyn Fn(u32) -> Option<Vec<u64>>,
+        out: &mut Vec<Event>,
+    ) {
+        type F = t::lbs_migrate_flags;
+        let ctx = MigrateContext {
+            in_stopper: r.flags & F::LBS_MF_STOPPER.0 != 0,
+            in_hardirq: r.flags & F::LBS_MF_HARDIRQ.0 != 0,
+            in_sched_softirq: r.flags & F::LBS_MF_SCHED_SOFTIRQ.0 != 0,
+            in_execve: r.flags & F::LBS_MF_IN_EXECVE.0 != 0,
+            current_idle: r.flags & F::LBS_MF_CURRENT_IDLE.0 != 0,
+            policy: r.policy,
+        };
+        let class = if r.stack_id >= 0 {
+            let id = r.stack_id as u32;
+            match self.stacks.get(&id) {
+                Some(c) => Some(*c),
+                None => stack(id).map(|addrs| {
+                    let mut frames: Vec<String> =
+                        addrs.iter().map(|a| self.kallsyms.name(*a)).collect();
+                    // Frames inside the tracing machinery (the BPF program, bpf_trace_run)
+                    // say nothing about the migration.
+                    if let Some(i) = frames.iter().position(|f| f == "set_task_cpu") {
+                        frames.drain(..i);
+                    }
+                    let class = classify_frames(&frames);
+                    self.stacks.insert(id, class);
+                    out.push(Event {
+                        ts_ns,
+                        cpu,
+                        kind: EventKind::Stack {
+                            id,
+                            reason: class.nominal(),
+                            frames,
+                        },
+                    });
+                    class
+                }),
+            }
+        } else {
+            None
+        };
+        let (reason, source, stack_id) = match class {
+            Some(c) => (
+                self.resolver
+                    .resolve(c, ts_ns, r.pid, r.src_cpu, r.dst_cpu, &ctx),
+                crate::event::ReasonSource::Stack,
+                Some(r.stack_id as u32),
+            ),
+            None => (
+                self.resolver
+                    .resolve_context(ts_ns, cpu, r.pid, r.src_cpu, r.dst_cpu, &ctx),
+                crate::event::ReasonSource::Context,
+                None,
+            ),
+        };
+        out.push(Event {
+            ts_ns,
+            cpu,
+            kind: EventKind::Migrate {
+                pid: r.pid,
+                src_cpu: r.src_cpu,
+                dst_cpu: r.dst_cpu,
+                reason,
+                source,
+                stack_id,
+                ctx,
+            },
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Reason;
+
+    fn bytes<T: Copy>(v: &T) -> Vec<u8> {
+        let p = (v as *const T).cast::<u8>();
+        // SAFETY: `v` is a plain-data generated record; reading its bytes is sound.
+        unsafe { std::slice::from_raw_parts(p, std::mem::size_of::<T>()) }.to_vec()
+    }
+
+    fn hdr(kind: t::lbs_kind, cpu: u32) -> t::lbs_hdr {
+        t::lbs_hdr {
+            ts: 1000,
+            kind: kind.0 as u16,
+            flags: 0,
+            cpu,
+        }
+    }
+
+    #[test]
+    fn switch_and_short_record() {
+        let mut d = Decoder::new(Kallsyms::default());
+        let mut out = vec![];
+        let rec = t::lbs_switch {
+            h: hdr(t::lbs_kind::LBS_SWITCH, 1),
+            prev_pid: 10,
+            next_pid: 0,
+            prev_state: 1,
+            pad: 0,
+        };
+        let b = bytes(&rec);
+        d.decode(&b, &|_| None, &mut out);
+        assert_eq!(
+            out[0].kind,
+            EventKind::Switch {
+                prev_pid: 10,
+                prev_state: 1,
+                next_pid: 0
+            }
+        );
+        d.decode(&b[..b.len() - 1], &|_| None, &mut out);
+        d.decode(&b[..3], &|_| None, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(d.malformed, 2);
+    }
+
+    #[test]
+    fn migrate_with_stack_classified_once() {
+        let syms = "ffffffff81000000 T set_task_cpu\nffffffff81001000 T sched_balance_rq\n\
+                    ffffffff81002000 T sched_balance_newidle\n";
+        let mut d = Decoder::new(Kallsyms::parse(syms.as_bytes()));
+        let mut out = vec![];
+        let rec = t::lbs_migrate {
+            h: hdr(t::lbs_kind::LBS_MIGRATE, 1),
+            pid: 7,
+            src_cpu: 0,
+            dst_cpu: 1,
+            stack_id: 3,
+            flags: 0,
+            policy: 0,
+        };
+        let fetch = |id: u32| {
+            assert_eq!(id, 3);
+            Some(vec![0xffffffff81000010, 0xffffffff81001010, 0xffffffff81002010])
+        };
+        d.decode(&bytes(&rec), &fetch, &mut out);
+        d.decode(&bytes(&rec), &|_| panic!("stack fetched twice"), &mut out);
+        assert_eq!(out.len(), 3, "{out:?}");
+        assert!(matches!(&out[0].kind, EventKind::Stack { id: 3, reason: Reason::NewidleBalance, frames } if frames.len() == 3));
+        assert!(matches!(
+            out[2].kind,
+            EventKind::Migrate { reason: Reason::NewidleBalance, stack_id: Some(3), .. }
+        ));
+    }
+
+    #[test]
+    fn migrate_without_stack_uses_context() {
+        let mut d = Decoder::new(Kallsyms::default());
+        let mut out = vec![];
+        let rec = t::lbs_migrate {
+            h: hdr(t::lbs_kind::LBS_MIGRATE, 1),
+            pid: 7,
+            src_cpu: 0,
+            dst_cpu: 1,
+            stack_id: -17,
+            flags: t::lbs_migrate_flags::LBS_MF_SCHED_SOFTIRQ.0,
+            policy: 0,
+        };
+        d.decode(&bytes(&rec), &|_| None, &mut out);
+        assert!(matches!(
+            out[0].kind,
+            EventKind::Migrate {
+                reason: Reason::PeriodicBalance,
+                source: crate::event::ReasonSource::Context,
+                ..
+            }
+        ));
+    }
+}

@@ -1,0 +1,464 @@
+//! The live source: loads the tracepoint programs (tp_btf, falling back to raw_tp), attaches
+//! them, drains the ring buffer on its own thread and sends decoded [`Event`] batches down one
+//! channel. Also reports what the kernel allowed ([`ProbeReport`]) for `doctor` and headers.
+
+mod decode;
+pub mod kallsyms;
+mod skel;
+
+use crate::event::{Event, EventKind};
+use crate::source::{SourceError, SourceMsg};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
+use serde::{Deserialize, Serialize};
+use skel::{LbscopeSkel, LbscopeSkelBuilder, OpenLbscopeSkel};
+use std::cell::RefCell;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Tracepoints the tool cannot work without.
+pub const REQUIRED: &[&str] = &[
+    "sched_switch",
+    "sched_waking",
+    "sched_wakeup",
+    "sched_wakeup_new",
+    "sched_migrate_task",
+    "sched_process_exit",
+];
+
+/// Every tracepoint the programs use, in the order `doctor` lists them.
+pub const TRACEPOINTS: &[&str] = &[
+    "sched_switch",
+    "sched_waking",
+    "sched_wakeup",
+    "sched_wakeup_new",
+    "sched_migrate_task",
+    "sched_update_nr_running_tp",
+    "pelt_cfs_tp",
+    "sched_cpu_capacity_tp",
+    "softirq_entry",
+    "softirq_exit",
+    "sched_move_numa",
+    "sched_swap_numa",
+    "sched_stick_numa",
+    "sched_process_exec",
+    "sched_process_exit",
+];
+
+/// How to attach the tracepoint programs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum AttachMode {
+    /// tp_btf, and raw_tp if the kernel refuses tp_btf.
+    Auto,
+    /// BTF-typed tracepoints only.
+    TpBtf,
+    /// Raw tracepoints only.
+    RawTp,
+}
+
+/// Options of the live source.
+#[derive(Clone, Debug)]
+pub struct LiveConfig {
+    /// Ring buffer size in bytes (a power of two, at least one page).
+    pub ringbuf_bytes: u32,
+    /// Minimum gap between PELT samples of one CPU.
+    pub pelt_interval_ns: u64,
+    /// tp_btf or raw_tp.
+    pub attach: AttachMode,
+    /// How often the consumer drains the ring buffer when the kernel does not wake it.
+    pub poll_interval: Duration,
+    /// Tracepoints to treat as absent (tests of the missing-tracepoint path).
+    pub pretend_missing: Vec<String>,
+}
+
+impl Default for LiveConfig {
+    fn default() -> Self {
+        LiveConfig {
+            ringbuf_bytes: 16 << 20,
+            pelt_interval_ns: 4_000_000,
+            attach: AttachMode::Auto,
+            poll_interval: Duration::from_millis(100),
+            pretend_missing: std::env::var("LBSCOPE_PRETEND_MISSING")
+                .map(|s| s.split(',').map(str::to_string).collect())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// State of one tracepoint after loading.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeState {
+    /// Attached as tp_btf.
+    TpBtf,
+    /// Attached as raw_tp.
+    RawTp,
+    /// The kernel has no such tracepoint.
+    Missing,
+    /// It exists but did not load or attach.
+    Failed(String),
+}
+
+/// What loaded: one entry per tracepoint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeReport {
+    /// (tracepoint, state).
+    pub tracepoints: Vec<(String, ProbeState)>,
+    /// Whether /proc/kallsyms gave real addresses (needed to name migration stacks).
+    pub kallsyms: bool,
+}
+
+impl ProbeReport {
+    /// Names of the tracepoints that are attached.
+    pub fn attached(&self) -> Vec<String> {
+        self.tracepoints
+            .iter()
+            .filter(|(_, s)| matches!(s, ProbeState::TpBtf | ProbeState::RawTp))
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+}
+
+/// A running live source. Dropping it stops the thread.
+pub struct LiveSource {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// What loaded.
+    pub report: ProbeReport,
+}
+
+impl LiveSource {
+    /// Loads and attaches the programs and starts draining into `tx`. Returns once the
+    /// programs are attached, so events of anything started afterwards are seen.
+    pub fn start(cfg: LiveConfig, tx: Sender<SourceMsg>) -> Result<LiveSource, SourceError> {
+        preflight()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let stop2 = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("lbscope-live".into())
+            .spawn(move || run(cfg, tx, stop2, ready_tx))
+            .map_err(|e| SourceError::Load(format!("cannot start the collector thread: {e}")))?;
+        match ready_rx.recv() {
+            Ok(Ok(report)) => Ok(LiveSource {
+                stop,
+                thread: Some(thread),
+                report,
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => {
+                let _ = thread.join();
+                Err(SourceError::Load("the collector thread died while loading".into()))
+            }
+        }
+    }
+
+    /// Stops collecting; the thread drains what is left and sends [`SourceMsg::End`].
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for LiveSource {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Checks what can be checked before touching BPF, so the error names the fix.
+fn preflight() -> Result<(), SourceError> {
+    if !has_bpf_caps() {
+        return Err(SourceError::Privileges);
+    }
+    let btf = btf_path();
+    if !std::path::Path::new(&btf).exists() {
+        return Err(SourceError::NoBtf(btf));
+    }
+    Ok(())
+}
+
+/// Where the kernel's BTF is read (overridable for tests of the missing-BTF path).
+pub fn btf_path() -> String {
+    std::env::var("LBSCOPE_BTF").unwrap_or_else(|_| "/sys/kernel/btf/vmlinux".into())
+}
+
+/// Whether this process holds CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN).
+pub fn has_bpf_caps() -> bool {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    let eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    const SYS_ADMIN: u64 = 1 << 21;
+    const PERFMON: u64 = 1 << 38;
+    const BPF: u64 = 1 << 39;
+    eff & SYS_ADMIN != 0 || (eff & PERFMON != 0 && eff & BPF != 0)
+}
+
+/// Number of possible CPU ids (highest + 1), from sysfs; 1 if unreadable.
+pub fn possible_cpus() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/possible")
+        .ok()
+        .and_then(|s| crate::cpuset::CpuSet::parse_list(&s).ok())
+        .and_then(|s| s.iter().last())
+        .map_or(1, |c| c + 1)
+}
+
+/// Which tracepoints the kernel has, from the `btf_trace_<name>` types in its BTF.
+fn present_tracepoints(cfg: &LiveConfig) -> Result<Vec<(&'static str, bool)>, SourceError> {
+    let path = btf_path();
+    let btf = libbpf_rs::btf::Btf::from_path(&path)
+        .map_err(|e| SourceError::Load(format!("cannot read kernel BTF at {path}: {e}")))?;
+    Ok(TRACEPOINTS
+        .iter()
+        .map(|tp| {
+            let name = format!("btf_trace_{tp}");
+            let present = btf
+                .type_by_name::<libbpf_rs::btf::types::Typedef<'_>>(&name)
+                .is_some()
+                && !cfg.pretend_missing.iter().any(|m| m == tp);
+            (*tp, present)
+        })
+        .collect())
+}
+
+fn set_autoload(open: &mut OpenLbscopeSkel<'_>, tp: &str, btf_on: bool, raw_on: bool) {
+    for mut prog in open.open_object_mut().progs_mut() {
+        let Some(name) = prog.name().to_str().map(str::to_string) else {
+            continue;
+        };
+        if name == format!("btf_{tp}") {
+            prog.set_autoload(btf_on);
+        } else if name == format!("raw_{tp}") {
+            prog.set_autoload(raw_on);
+        }
+    }
+}
+
+/// Opens, configures and loads the skeleton with one attach kind.
+fn load<'o>(
+    obj: &'o mut MaybeUninit<libbpf_rs::OpenObject>,
+    cfg: &LiveConfig,
+    present: &[(&'static str, bool)],
+    raw: bool,
+) -> Result<LbscopeSkel<'o>, SourceError> {
+    let mut open = LbscopeSkelBuilder::default()
+        .open(obj)
+        .map_err(|e| SourceError::Load(format!("cannot open the BPF object: {e}")))?;
+    let ro = open
+        .maps
+        .rodata_data
+        .as_deref_mut()
+        .ok_or_else(|| SourceError::Load("BPF object has no read-only data".into()))?;
+    let nr_cpus = possible_cpus();
+    ro.pelt_interval_ns = cfg.pelt_interval_ns;
+    ro.mask_words = nr_cpus.div_ceil(64).clamp(1, 16) as u32;
+    ro.ringbuf_size = u64::from(cfg.ringbuf_bytes);
+    ro.wakeup_below_free = u64::from(cfg.ringbuf_bytes / 2);
+    open.maps
+        .events
+        .set_max_entries(cfg.ringbuf_bytes)
+        .map_err(|e| SourceError::Load(format!("bad ring buffer size: {e}")))?;
+    for (tp, ok) in present {
+        set_autoload(&mut open, tp, *ok && !raw, *ok && raw);
+    }
+    open.load().map_err(|e| SourceError::Load(format!("{e}")))
+}
+
+fn run(
+    cfg: LiveConfig,
+    tx: Sender<SourceMsg>,
+    stop: Arc<AtomicBool>,
+    ready: Sender<Result<ProbeReport, SourceError>>,
+) {
+    let present = match present_tracepoints(&cfg) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    if let Some((tp, _)) = present
+        .iter()
+        .find(|(tp, ok)| !ok && REQUIRED.contains(tp))
+    {
+        let _ = ready.send(Err(SourceError::MissingTracepoint(tp.to_string())));
+        return;
+    }
+    let kallsyms = kallsyms::Kallsyms::load().unwrap_or_default();
+    // One object slot per attempt: a failed load keeps its slot borrowed.
+    let mut first = MaybeUninit::uninit();
+    let mut second = MaybeUninit::uninit();
+    let first_raw = cfg.attach == AttachMode::RawTp;
+    let loaded = match load(&mut first, &cfg, &present, first_raw) {
+        Ok(s) => Ok((s, first_raw)),
+        Err(e) if cfg.attach == AttachMode::Auto => load(&mut second, &cfg, &present, true)
+            .map(|s| (s, true))
+            .map_err(|e2| SourceError::Load(format!("tp_btf: {e}; raw_tp: {e2}"))),
+        Err(e) => Err(e),
+    };
+    let (mut skel, raw) = match loaded {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    if let Err(e) = skel.attach() {
+        let _ = ready.send(Err(SourceError::Load(format!("attaching the tracepoints: {e}"))));
+        return;
+    }
+    let state = if raw {
+        ProbeState::RawTp
+    } else {
+        ProbeState::TpBtf
+    };
+    let report = ProbeReport {
+        tracepoints: present
+            .iter()
+            .map(|(tp, ok)| {
+                let s = if *ok {
+                    state.clone()
+                } else {
+                    ProbeState::Missing
+                };
+                (tp.to_string(), s)
+            })
+            .collect(),
+        kallsyms: kallsyms.is_usable(),
+    };
+    drain(&skel, kallsyms, &cfg, &tx, &stop, report, ready);
+}
+
+/// The poll loop: drain, decode, send; count lost records per CPU; finish with End.
+fn drain(
+    skel: &LbscopeSkel<'_>,
+    kallsyms: kallsyms::Kallsyms,
+    cfg: &LiveConfig,
+    tx: &Sender<SourceMsg>,
+    stop: &AtomicBool,
+    report: ProbeReport,
+    ready: Sender<Result<ProbeReport, SourceError>>,
+) {
+    let decoder = RefCell::new(decode::Decoder::new(kallsyms));
+    let batch: RefCell<Vec<Event>> = RefCell::new(Vec::with_capacity(65536));
+    let stacks = &skel.maps.stacks;
+    let fetch = |id: u32| -> Option<Vec<u64>> {
+        let v = stacks.lookup(&id.to_ne_bytes(), MapFlags::ANY).ok()??;
+        let addrs: Vec<u64> = v
+            .chunks_exact(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
+            .take_while(|a| *a != 0)
+            .collect();
+        Some(addrs)
+    };
+    let mut builder = RingBufferBuilder::new();
+    let added = builder.add(&skel.maps.events, |data: &[u8]| {
+        decoder
+            .borrow_mut()
+            .decode(data, &fetch, &mut batch.borrow_mut());
+        0
+    });
+    let rb = match added.map(|_| ()).and_then(|()| builder.build()) {
+        Ok(rb) => rb,
+        Err(e) => {
+            let _ = ready.send(Err(SourceError::Load(format!("ring buffer: {e}"))));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(report));
+    let mut lost_seen: Vec<u64> = Vec::new();
+    loop {
+        let stopping = stop.load(Ordering::SeqCst);
+        let _ = rb.poll(if stopping {
+            Duration::ZERO
+        } else {
+            cfg.poll_interval
+        });
+        let _ = rb.consume();
+        let now = clock::monotonic_ns();
+        let mut out = std::mem::take(&mut *batch.borrow_mut());
+        lost_events(&skel.maps.lost, &mut lost_seen, now, &mut out);
+        out.push(Event {
+            ts_ns: now,
+            cpu: 0,
+            kind: EventKind::Clock,
+        });
+        if tx.send(SourceMsg::Batch(out)).is_err() || stopping {
+            break;
+        }
+    }
+    let malformed = decoder.borrow().malformed;
+    if malformed > 0 {
+        let _ = tx.send(SourceMsg::Warning(format!(
+            "{malformed} ring-buffer records did not decode (a bug: please report it)"
+        )));
+    }
+    let _ = tx.send(SourceMsg::End);
+}
+
+/// Appends a `Lost` event for every CPU whose drop counter grew since the last call.
+fn lost_events(map: &libbpf_rs::Map<'_>, seen: &mut Vec<u64>, now: u64, out: &mut Vec<Event>) {
+    let Ok(Some(per_cpu)) = map.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) else {
+        return;
+    };
+    if seen.len() < per_cpu.len() {
+        seen.resize(per_cpu.len(), 0);
+    }
+    for (cpu, v) in per_cpu.iter().enumerate() {
+        let n = v
+            .get(..8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_ne_bytes)
+            .unwrap_or(0);
+        if n > seen[cpu] {
+            out.push(Event {
+                ts_ns: now,
+                cpu: cpu as u32,
+                kind: EventKind::Lost {
+                    count: n - seen[cpu],
+                },
+            });
+            seen[cpu] = n;
+        }
+    }
+}
+
+/// The kernel clocks the BPF timestamps are taken on.
+pub mod clock {
+    fn read(id: libc::clockid_t) -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes one timespec into the valid, exclusively borrowed `ts`.
+        unsafe { libc::clock_gettime(id, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
+
+    /// CLOCK_MONOTONIC in ns: the clock of `bpf_ktime_get_ns`.
+    pub fn monotonic_ns() -> u64 {
+        read(libc::CLOCK_MONOTONIC)
+    }
+
+    /// Unix-epoch ns minus monotonic ns: add it to an event timestamp for wall time.
+    pub fn realtime_offset_ns() -> i64 {
+        let a = monotonic_ns();
+        let r = read(libc::CLOCK_REALTIME);
+        let b = monotonic_ns();
+        r as i64 - (a / 2 + b / 2) as i64
+    }
+}
