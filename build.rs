@@ -20,16 +20,18 @@ mod bpf {
             Err(_) => "x86",
         };
         let vmlinux = format!("-Ibpf/vmlinux/{arch}");
-        if let Err(e) = SkeletonBuilder::new()
-            .source("bpf/lbscope.bpf.c")
-            .clang_args([vmlinux.as_str(), "-Ibpf", "-D__TARGET_ARCH_x86", "-Wall", "-O2", "-g"])
-            .build_and_generate(out.join("lbscope.skel.rs"))
-        {
-            panic!(
-                "building the BPF programs failed: {e:#}\n\
-                 (needs clang; install it with `apt-get install clang`, or build the pure core \
-                 with --no-default-features)"
-            );
+        for name in ["lbscope", "balancer"] {
+            if let Err(e) = SkeletonBuilder::new()
+                .source(format!("bpf/{name}.bpf.c"))
+                .clang_args([vmlinux.as_str(), "-Ibpf", "-D__TARGET_ARCH_x86", "-Wall", "-O2", "-g"])
+                .build_and_generate(out.join(format!("{name}.skel.rs")))
+            {
+                panic!(
+                    "building bpf/{name}.bpf.c failed: {e:#}\n\
+                     (needs clang; install it with `apt-get install clang`, or build the pure \
+                     core with --no-default-features)"
+                );
+            }
         }
     }
 }

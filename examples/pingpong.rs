@@ -27,11 +27,13 @@ use std::time::{Duration, Instant};
 /// Bounce a token between pairs of threads through pipes (wakeups, cross-CPU wakeups,
 /// preemption and migrations), optionally against busy-looping threads
 #[derive(Parser, Debug)]
-#[command(after_help = "Each round, the ping thread (after --sleep-us of think time) writes one \
+#[command(
+    after_help = "Each round, the ping thread (after --sleep-us of think time) writes one \
 byte to its pong thread's pipe and waits for it to come back on a second pipe. Prints \
 `ready pid=<PID> tids=<main>,<ping1>,<pong1>,...,<spinners>` once the threads exist, then \
 `done tids=<...> pairs=N rounds=R rounds_done=TOTAL elapsed_ms=E pairs_elapsed_ms=P \
-rtt_avg_us=A spinners=M spin_iters=S`.")]
+rtt_avg_us=A spinners=M spin_iters=S`."
+)]
 struct Cli {
     /// Number of ping/pong thread pairs
     #[arg(long, default_value_t = 1)]
@@ -81,7 +83,12 @@ fn pipe() -> Result<(File, File)> {
 
 /// The ping side: `rounds` round trips; returns the rounds done and the summed round-trip time
 /// (from writing the token to reading it back, think time excluded).
-fn ping(mut to_pong: File, mut from_pong: File, rounds: u64, think: Duration) -> Result<(u64, Duration)> {
+fn ping(
+    mut to_pong: File,
+    mut from_pong: File,
+    rounds: u64,
+    think: Duration,
+) -> Result<(u64, Duration)> {
     let mut rtt = Duration::ZERO;
     let mut token = [0u8; 1];
     for round in 0..rounds {
@@ -90,7 +97,9 @@ fn ping(mut to_pong: File, mut from_pong: File, rounds: u64, think: Duration) ->
         }
         token[0] = round as u8;
         let t0 = Instant::now();
-        to_pong.write_all(&token).context("ping: writing the token")?;
+        to_pong
+            .write_all(&token)
+            .context("ping: writing the token")?;
         from_pong
             .read_exact(&mut token)
             .context("ping: reading the token back")?;
@@ -134,7 +143,9 @@ fn main() -> Result<()> {
         let p = crew.spawn(cli.pin.as_ref(), move |_start: Instant| {
             ping(ping_tx, ping_rx, rounds, think)
         })?;
-        let q = crew.spawn(cli.pin.as_ref(), move |_start: Instant| pong(pong_rx, pong_tx))?;
+        let q = crew.spawn(cli.pin.as_ref(), move |_start: Instant| {
+            pong(pong_rx, pong_tx)
+        })?;
         pairs.push((p, q));
     }
 

@@ -20,8 +20,10 @@ use std::time::{Duration, Instant};
 /// Run N busy-looping threads for a fixed time (CPU-bound load; pinned to one CPU, run-queue
 /// overload on that CPU)
 #[derive(Parser, Debug)]
-#[command(after_help = "Prints `ready pid=<PID> tids=<main>,<workers>` once the threads exist, \
-then `done tids=<...> threads=N duration_ms=D elapsed_ms=E iters=<per worker> total_iters=SUM`.")]
+#[command(
+    after_help = "Prints `ready pid=<PID> tids=<main>,<workers>` once the threads exist, \
+then `done tids=<...> threads=N duration_ms=D elapsed_ms=E iters=<per worker> total_iters=SUM`."
+)]
 struct Cli {
     /// Number of busy-looping worker threads
     #[arg(long, default_value_t = 2)]

@@ -5,6 +5,7 @@
 
 pub mod analyze;
 pub mod cli;
+pub mod cmd;
 pub mod cpuset;
 pub mod event;
 pub mod output;

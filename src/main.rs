@@ -1,2 +1,32 @@
-//! The `lbscope` binary: parse the command line, dispatch, map errors to exit codes.
-fn main() {}
+//! The `lbscope` binary: parse the command line, dispatch, map errors to exit codes
+//! (0 success, 1 failure, 2 bad usage; a closed output pipe exits 0).
+
+use clap::Parser;
+use lbscope::cli::{Cli, Command};
+use lbscope::cmd::{self, CmdError};
+
+fn main() {
+    #[cfg(feature = "bpf")]
+    if std::env::var_os("LBSCOPE_DEBUG").is_none() {
+        // libbpf's own log goes to stderr; errors reach the user through our messages.
+        libbpf_rs::set_print(None);
+    }
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Report(a) => cmd::report::run(a).map(|()| true),
+        Command::Doctor(a) => cmd::doctor::run(a),
+    };
+    let code = match result {
+        Ok(true) => 0,
+        Ok(false) => 1,
+        Err(CmdError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(e) => {
+            eprintln!("lbscope: {e}");
+            match e {
+                CmdError::Usage(_) => 2,
+                _ => 1,
+            }
+        }
+    };
+    std::process::exit(code);
+}

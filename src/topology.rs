@@ -213,7 +213,11 @@ impl Topology {
             .collect();
         let numa_nodes = match levels.iter().position(|l| l.0 == LevelKind::Numa) {
             Some(i) => {
-                let at = if levels[i].1 == "NODE" || i == 0 { i } else { i - 1 };
+                let at = if levels[i].1 == "NODE" || i == 0 {
+                    i
+                } else {
+                    i - 1
+                };
                 let mut nodes: Vec<CpuSet> = Vec::new();
                 for c in 0..nr_cpus {
                     let s = spans[at].spans[c];
@@ -241,7 +245,8 @@ impl Topology {
         if src == dst || !self.online.contains(src) || !self.online.contains(dst) {
             return None;
         }
-        (0..self.levels.len()).find(|&l| self.domain_of(l, dst).is_some_and(|d| d.span.contains(src)))
+        (0..self.levels.len())
+            .find(|&l| self.domain_of(l, dst).is_some_and(|d| d.span.contains(src)))
     }
 
     /// Index (in `levels[level].domains`) of the domain `cpu` owns at `level`.

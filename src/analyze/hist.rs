@@ -81,6 +81,7 @@ impl LatHist {
         // runqlat divides by 1000 (integer) before taking the slot.
         self.log2[log2_slot(ns / 1000)] += 1;
         let i = fine_index(ns);
+        debug_assert!(i < FINE_LEN);
         if self.fine.len() <= i {
             self.fine.resize(i + 1, 0);
         }

@@ -31,6 +31,13 @@ pub struct WaitSlot {
     free: bool,
 }
 
+impl WaitSlot {
+    /// Whether the waiter counts for idle-while-waiting (it matched the task filter then).
+    pub fn counted(&self) -> bool {
+        self.counted
+    }
+}
+
 /// Waiters of one CPU.
 #[derive(Clone, Debug, Default)]
 struct CpuWaiters {

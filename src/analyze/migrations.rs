@@ -7,7 +7,7 @@
 use super::snapshot::{MigrationStats, UnknownStack};
 use crate::event::Reason;
 use crate::topology::Topology;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// Frames kept per stack: enough to recognize the caller of `set_task_cpu`.
 const TOP_FRAMES: usize = 8;

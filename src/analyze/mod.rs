@@ -1,1 +1,501 @@
-//! (being written)
+//! The analyzer: folds [`Event`]s into per-interval [`Snapshot`]s. Pure and deterministic: no
+//! I/O, no clock, no terminal; time comes only from event timestamps, so replaying a
+//! recording gives exactly the figures the live run showed.
+//!
+//! [`Analyzer`] is the one owner of state: per-CPU state (current task, nr_running, PELT,
+//! capacity), per-task state (tgid, comm, affinity, runqlat enqueue time, where it waits),
+//! and the interval's counters, which live in the submodules:
+//! - `hist`: latency histograms (runqlat log2 slots, log-linear percentiles);
+//! - `latency`: per-interval latency collection (global, per CPU, per domain, per process);
+//! - `migrations`: counts by reason and level crossed, unknown stacks;
+//! - `idle`: idle-while-others-wait time per domain;
+//! - `filter`: what is reported; `snapshot`: the JSON contract.
+//!
+//! Invariants: memory is bounded by CPUs, live tasks and distinct stacks, never by time (a
+//! task's state is dropped at its exit, and at switch-in when nothing else is known of it).
+//! Time never runs backwards inside the analyzer: an event stamped earlier than one already
+//! seen (ring buffers of different CPUs interleave) is accounted at the latest time seen, in
+//! arrival order; latency deltas saturate at zero.
+
+mod filter;
+mod hist;
+mod idle;
+mod latency;
+mod migrations;
+mod snapshot;
+#[cfg(test)]
+mod tests;
+
+pub use filter::{AnalyzerConfig, Filter};
+pub use hist::{log2_slot, LOG2_SLOTS};
+pub use latency::TOP_PROCESSES;
+pub use migrations::reason_names;
+pub use snapshot::{
+    CpuLatency, CpuStatus, DomainLatency, IdleWhileWaiting, LatencySummary, MigrationStats,
+    ProcessLatency, Snapshot, UnknownStack,
+};
+
+use crate::cpuset::{CpuSet, MAX_CPUS};
+use crate::event::{Event, EventKind, Pid, Reason, ReasonSource};
+use crate::topology::Topology;
+use idle::{IdleAccounting, WaitSlot};
+use latency::LatencyCollector;
+use migrations::MigrationCounter;
+use std::collections::{BTreeMap, HashMap};
+
+/// A silence longer than this many intervals (no event, not even a `Clock` tick) is reported
+/// as one long snapshot after the interrupted one, instead of one empty snapshot per
+/// interval: a bogus far-future timestamp must not make the analyzer emit millions of them.
+pub const MAX_EMPTY_INTERVALS: u64 = 3600;
+
+/// What is known of a task.
+#[derive(Clone, Debug, Default)]
+struct TaskState {
+    tgid: Option<u32>,
+    comm: Option<String>,
+    /// `None` = every CPU (the default, and any mask containing every CPU).
+    allowed: Option<CpuSet>,
+    /// runqlat's enqueue timestamp.
+    enqueue_ts: Option<u64>,
+    /// Where it waits, while it is runnable and not running.
+    wait: Option<WaitSlot>,
+}
+
+impl TaskState {
+    /// Nothing worth keeping: the entry can go.
+    fn is_empty(&self) -> bool {
+        self.tgid.is_none()
+            && self.comm.is_none()
+            && self.allowed.is_none()
+            && self.enqueue_ts.is_none()
+            && self.wait.is_none()
+    }
+}
+
+/// What is known of a CPU (`None` = not seen yet).
+#[derive(Clone, Debug, Default)]
+struct CpuState {
+    current: Option<Pid>,
+    nr_running: Option<u32>,
+    util_avg: Option<u64>,
+    capacity: Option<u64>,
+}
+
+/// The pure analyzer. Feed it events with [`Analyzer::push`]; it emits one [`Snapshot`] per
+/// interval of event time.
+#[derive(Clone, Debug)]
+pub struct Analyzer {
+    topo: Topology,
+    config: AnalyzerConfig,
+    interval_ns: u64,
+    /// Every CPU of the topology: an affinity mask holding them all is the default.
+    all_cpus: CpuSet,
+    /// Start of the open interval; `None` before the first event (and after `finish`).
+    start: Option<u64>,
+    /// Latest event time seen.
+    now: u64,
+    /// An event arrived since the last closed interval.
+    dirty: bool,
+    events: u64,
+    cpus: Vec<CpuState>,
+    tasks: HashMap<Pid, TaskState>,
+    idle: IdleAccounting,
+    migrations: MigrationCounter,
+    latency: LatencyCollector,
+    lost: u64,
+    lost_by_cpu: BTreeMap<u32, u64>,
+    lost_total: u64,
+}
+
+impl Analyzer {
+    /// An analyzer for a machine with this topology.
+    pub fn new(topology: Topology, config: AnalyzerConfig) -> Analyzer {
+        let mut all_cpus = topology.online.or(&CpuSet::first_n(topology.nr_cpus));
+        for l in &topology.levels {
+            for d in &l.domains {
+                all_cpus = all_cpus.or(&d.span);
+            }
+        }
+        let nr = all_cpus.iter().last().map_or(0, |c| c + 1);
+        Analyzer {
+            idle: IdleAccounting::new(&topology),
+            migrations: MigrationCounter::new(topology.levels.len()),
+            latency: LatencyCollector::default(),
+            interval_ns: config.interval_ns.max(1),
+            all_cpus,
+            start: None,
+            now: 0,
+            dirty: false,
+            events: 0,
+            cpus: vec![CpuState::default(); nr],
+            tasks: HashMap::new(),
+            lost: 0,
+            lost_by_cpu: BTreeMap::new(),
+            lost_total: 0,
+            topo: topology,
+            config,
+        }
+    }
+
+    /// The topology the analyzer labels levels with.
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    /// The settings it was built with.
+    pub fn config(&self) -> &AnalyzerConfig {
+        &self.config
+    }
+
+    /// Latest event time seen (ns).
+    pub fn now_ns(&self) -> u64 {
+        self.now
+    }
+
+    /// Tasks the analyzer holds state for (memory accounting, tests).
+    pub fn tracked_tasks(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Events lost since the analysis started.
+    pub fn lost_total(&self) -> u64 {
+        self.lost_total
+    }
+
+    /// Folds one event. When its time reaches the end of the open interval, that interval
+    /// (and any empty ones after it) is closed and its snapshot pushed to `out` before the
+    /// event is applied; the first interval starts at the first event.
+    pub fn push(&mut self, ev: &Event, out: &mut Vec<Snapshot>) {
+        let t = match self.start {
+            None => {
+                self.start = Some(ev.ts_ns);
+                self.idle.restart(ev.ts_ns);
+                ev.ts_ns
+            }
+            Some(_) => ev.ts_ns.max(self.now),
+        };
+        self.now = t;
+        self.close_until(t, out);
+        self.dirty = true;
+        if !matches!(ev.kind, EventKind::Clock) {
+            self.events += 1;
+            self.apply(ev);
+        }
+        // The state after this event holds from `t` until the next event.
+        self.idle.settle(t);
+    }
+
+    /// The partial interval so far, ending at the last event seen (for Ctrl-C or the end of a
+    /// recording); `None` if no event arrived since the last closed interval. A later
+    /// [`Analyzer::push`] starts a new interval at its event.
+    pub fn finish(&mut self) -> Option<Snapshot> {
+        if !self.dirty {
+            return None;
+        }
+        let start = self.start?;
+        let snap = self.close(self.now.max(start), true);
+        self.start = None;
+        Some(snap)
+    }
+
+    /// Closes every interval that ends at or before `t`.
+    fn close_until(&mut self, t: u64, out: &mut Vec<Snapshot>) {
+        while let Some(start) = self.start {
+            let Some(end) = start.checked_add(self.interval_ns) else {
+                return;
+            };
+            if t < end {
+                return;
+            }
+            out.push(self.close(end, false));
+            let skipped = (t - end) / self.interval_ns;
+            if skipped > MAX_EMPTY_INTERVALS {
+                // skipped * interval <= t - end, so this cannot overflow.
+                out.push(self.close(end + skipped * self.interval_ns, false));
+            }
+        }
+    }
+
+    /// Ends the open interval at `end`, returns its snapshot and opens the next one there.
+    fn close(&mut self, end: u64, partial: bool) -> Snapshot {
+        let start = self.start.unwrap_or(end);
+        let len = end.saturating_sub(start);
+        self.idle.flush(end);
+        let filter = &self.config.filter;
+        let lat = self.latency.take(&self.topo, filter);
+        let snap = Snapshot {
+            t_start_ns: start,
+            t_end_ns: end,
+            partial,
+            events: std::mem::take(&mut self.events),
+            migrations: self.migrations.take(&self.topo),
+            runqlat_us: lat.global,
+            runqlat_by_cpu: lat.by_cpu,
+            runqlat_by_domain: lat.by_domain,
+            runqlat_by_process: lat.by_process,
+            idle_while_waiting: self.idle.take(len, &self.topo, filter),
+            lost_events: std::mem::take(&mut self.lost),
+            lost_by_cpu: std::mem::take(&mut self.lost_by_cpu),
+            cpus: self.cpu_table(),
+        };
+        self.start = Some(end);
+        self.dirty = false;
+        snap
+    }
+
+    fn cpu_table(&self) -> Vec<CpuStatus> {
+        self.cpus
+            .iter()
+            .enumerate()
+            .filter(|(c, _)| self.config.filter.matches_cpu(*c as u32))
+            .map(|(c, s)| CpuStatus {
+                cpu: c as u32,
+                idle: s.current.map(|p| p == 0),
+                nr_running: s.nr_running,
+                current_pid: s.current,
+                waiting: self.idle.waiting_on(c as u32),
+                util_avg: s.util_avg,
+                capacity: s.capacity,
+            })
+            .collect()
+    }
+
+    /// The state of `cpu`, grown on demand; `None` for CPU numbers past [`MAX_CPUS`].
+    fn cpu_mut(&mut self, cpu: u32) -> Option<&mut CpuState> {
+        let c = cpu as usize;
+        if c >= MAX_CPUS {
+            return None;
+        }
+        if self.cpus.len() <= c {
+            self.cpus.resize(c + 1, CpuState::default());
+        }
+        Some(&mut self.cpus[c])
+    }
+
+    fn apply(&mut self, ev: &Event) {
+        let (ts, cpu) = (ev.ts_ns, ev.cpu);
+        match &ev.kind {
+            EventKind::Switch {
+                prev_pid,
+                prev_state,
+                next_pid,
+            } => self.on_switch(ts, cpu, *prev_pid, *prev_state, *next_pid),
+            EventKind::Wakeup { pid, target_cpu } => self.on_wakeup(ts, *pid, *target_cpu),
+            EventKind::WakeupNew {
+                pid,
+                tgid,
+                target_cpu,
+            } => {
+                self.set_identity(*pid, Some(*tgid), None);
+                self.on_wakeup(ts, *pid, *target_cpu);
+                // Fork never fires sched_migrate_task: a child placed away from its parent's
+                // CPU is the fork balancer's migration.
+                if *target_cpu != cpu {
+                    self.count_migration(*pid, cpu, *target_cpu, Reason::Fork, false, None);
+                }
+            }
+            EventKind::Migrate {
+                pid,
+                src_cpu,
+                dst_cpu,
+                reason,
+                source,
+                stack_id,
+                ..
+            } => {
+                if src_cpu == dst_cpu {
+                    return;
+                }
+                let waiting = self.tasks.get(pid).is_some_and(|t| t.wait.is_some());
+                if *pid != 0 && waiting {
+                    self.start_wait(*pid, *dst_cpu);
+                }
+                let by_context = *source == ReasonSource::Context;
+                self.count_migration(*pid, *src_cpu, *dst_cpu, *reason, by_context, *stack_id);
+            }
+            EventKind::Stack { id, frames, .. } => self.migrations.describe_stack(*id, frames),
+            EventKind::NrRunning { rq_cpu, nr_running } => {
+                if let Some(c) = self.cpu_mut(*rq_cpu) {
+                    c.nr_running = Some(*nr_running);
+                }
+            }
+            EventKind::Pelt {
+                rq_cpu, util_avg, ..
+            } => {
+                if let Some(c) = self.cpu_mut(*rq_cpu) {
+                    c.util_avg = Some(*util_avg);
+                }
+            }
+            EventKind::Capacity { rq_cpu, capacity } => {
+                if let Some(c) = self.cpu_mut(*rq_cpu) {
+                    c.capacity = Some(*capacity);
+                }
+            }
+            EventKind::Task {
+                pid, tgid, comm, ..
+            } => self.set_identity(*pid, Some(*tgid), Some(comm)),
+            EventKind::Affinity { pid, cpus } => self.on_affinity(*pid, cpus),
+            EventKind::Exit { pid, .. } => {
+                self.stop_wait(*pid);
+                self.tasks.remove(pid);
+            }
+            EventKind::Lost { count } => {
+                self.lost += count;
+                self.lost_total += count;
+                *self.lost_by_cpu.entry(cpu).or_insert(0) += count;
+            }
+            // Balancer internals and NUMA ops belong to the model; waking precedes placement
+            // and changes nothing here; Clock never reaches this point.
+            EventKind::Waking { .. }
+            | EventKind::BalanceSoftirq { .. }
+            | EventKind::Numa { .. }
+            | EventKind::Clock => {}
+        }
+    }
+
+    fn on_switch(&mut self, ts: u64, cpu: u32, prev: Pid, prev_state: u32, next: Pid) {
+        if prev != 0 {
+            if prev_state == 0 {
+                // Preempted: still runnable, now waiting on this CPU (runqlat re-enqueues it).
+                self.tasks.entry(prev).or_default().enqueue_ts = Some(ts);
+                self.start_wait(prev, cpu);
+            } else {
+                self.stop_wait(prev);
+                self.drop_if_empty(prev);
+            }
+        }
+        if next != 0 {
+            let enq = self.tasks.get_mut(&next).and_then(|t| t.enqueue_ts.take());
+            if let Some(enq) = enq {
+                self.sample(cpu, next, ts.saturating_sub(enq));
+            }
+            self.stop_wait(next);
+            self.drop_if_empty(next);
+        }
+        if let Some(c) = self.cpu_mut(cpu) {
+            c.current = Some(next);
+            self.idle.set_idle(cpu, next == 0);
+        }
+    }
+
+    fn on_wakeup(&mut self, ts: u64, pid: Pid, target: u32) {
+        if pid == 0 {
+            return;
+        }
+        self.tasks.entry(pid).or_default().enqueue_ts = Some(ts);
+        let running = self
+            .cpus
+            .get(target as usize)
+            .is_some_and(|c| c.current == Some(pid));
+        if running {
+            // Woken before it got to sleep (ttwu_runnable): it runs, nobody waits.
+            self.stop_wait(pid);
+        } else {
+            self.start_wait(pid, target);
+        }
+    }
+
+    fn on_affinity(&mut self, pid: Pid, cpus: &CpuSet) {
+        if pid == 0 {
+            return;
+        }
+        let allowed = (!self.all_cpus.is_subset(cpus)).then_some(*cpus);
+        let t = self.tasks.entry(pid).or_default();
+        t.allowed = allowed;
+        if let Some(w) = t.wait {
+            // Re-index so the idle accounting sees the new mask.
+            self.start_wait(pid, w.cpu);
+        }
+        self.drop_if_empty(pid);
+    }
+
+    /// Records what a Task or WakeupNew event says of a task.
+    fn set_identity(&mut self, pid: Pid, tgid: Option<u32>, comm: Option<&str>) {
+        if pid == 0 {
+            return;
+        }
+        let t = self.tasks.entry(pid).or_default();
+        if tgid.is_some() {
+            t.tgid = tgid;
+        }
+        if let Some(c) = comm {
+            if t.comm.as_deref() != Some(c) {
+                t.comm = Some(c.to_string());
+            }
+        }
+        let wait = t.wait;
+        if let Some(w) = wait {
+            if self.config.filter.filters_tasks() && self.task_matches(pid) != w.counted() {
+                self.start_wait(pid, w.cpu);
+            }
+        }
+    }
+
+    fn task_matches(&self, pid: Pid) -> bool {
+        let f = &self.config.filter;
+        if !f.filters_tasks() {
+            return true;
+        }
+        let t = self.tasks.get(&pid);
+        f.matches_task(
+            pid,
+            t.and_then(|t| t.tgid),
+            t.and_then(|t| t.comm.as_deref()),
+        )
+    }
+
+    /// Marks `pid` waiting on `cpu`, moving it if it waited elsewhere.
+    fn start_wait(&mut self, pid: Pid, cpu: u32) {
+        let counted = self.task_matches(pid);
+        let t = self.tasks.entry(pid).or_default();
+        if let Some(old) = t.wait.take() {
+            self.idle.remove_waiter(pid, old);
+        }
+        t.wait = Some(self.idle.add_waiter(pid, cpu, counted, t.allowed.as_ref()));
+    }
+
+    fn stop_wait(&mut self, pid: Pid) {
+        if let Some(w) = self.tasks.get_mut(&pid).and_then(|t| t.wait.take()) {
+            self.idle.remove_waiter(pid, w);
+        }
+    }
+
+    fn drop_if_empty(&mut self, pid: Pid) {
+        if self.tasks.get(&pid).is_some_and(TaskState::is_empty) {
+            self.tasks.remove(&pid);
+        }
+    }
+
+    /// One run-queue latency sample of `pid`, which started running on `cpu`.
+    fn sample(&mut self, cpu: u32, pid: Pid, ns: u64) {
+        if !self.config.filter.matches_cpu(cpu) || !self.task_matches(pid) {
+            return;
+        }
+        let t = self.tasks.get(&pid);
+        let tgid = t.and_then(|t| t.tgid);
+        let leader_comm = tgid
+            .and_then(|g| self.tasks.get(&g))
+            .and_then(|l| l.comm.as_deref());
+        let (comm, leader) = match leader_comm {
+            Some(c) => (Some(c), true),
+            None => (t.and_then(|t| t.comm.as_deref()), tgid == Some(pid)),
+        };
+        self.latency.record(cpu, tgid, comm, leader, ns);
+    }
+
+    fn count_migration(
+        &mut self,
+        pid: Pid,
+        src: u32,
+        dst: u32,
+        reason: Reason,
+        by_context: bool,
+        stack_id: Option<u32>,
+    ) {
+        if src == dst || !self.config.filter.matches_move(src, dst) || !self.task_matches(pid) {
+            return;
+        }
+        let level = self.topo.crossed_level(src as usize, dst as usize);
+        self.migrations.record(reason, level, by_context, stack_id);
+    }
+}

@@ -5,14 +5,18 @@
 //! sysfs (containers, odd architectures) yields fewer levels, never an error or a panic.
 //!
 //! Candidates bottom-up, as the kernel's topology tables (x86 and the generic default):
-//! SMT = `core_cpus_list` (`thread_siblings_list`); CLS = `cluster_cpus_list`; MC = the CPUs
-//! sharing the last-level cache (x86 `cpu_coregroup_mask`); PKG = the CPU's NUMA node
-//! (`cpu_cpu_mask`; all CPUs without node directories, as without CONFIG_NUMA), or the
-//! package when node data is partial, and absent when a node is
-//! smaller than its package (x86 NUMA-in-package drops PKG and keeps NODE); NODE = the node,
-//! with several nodes; one NUMA level per node distance above the local one. A candidate is
-//! kept when it contains the level below for every CPU, is a partition (below NUMA), and differs
-//! from the level below for some CPU.
+//! - SMT = `core_cpus_list` (older kernels: `thread_siblings_list`);
+//! - CLS = `cluster_cpus_list`;
+//! - MC = the CPUs sharing the last-level cache (x86 `cpu_coregroup_mask`);
+//! - PKG = the CPU's NUMA node, as the kernel's `cpu_cpu_mask` (all CPUs without node
+//!   directories, as without CONFIG_NUMA; the package when node data is partial), and no PKG
+//!   when a node is smaller than its package (x86 NUMA-in-package drops PKG, keeps NODE);
+//! - NODE = the node, with several nodes;
+//! - one NUMA level per node distance above the local one (one level over all CPUs when the
+//!   distance table is unusable).
+//!
+//! A candidate is kept when it contains the level below for every CPU, partitions the CPUs
+//! (below NUMA), and differs from the level below for some CPU.
 
 use super::{assemble, single, LevelKind, LevelSpans, Topology, TopologyError, TopologySource};
 use crate::cpuset::CpuSet;
@@ -20,7 +24,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Debugfs directories nest at most this many domains per CPU; a guard against odd trees.
+/// The most debugfs domains read per CPU: a guard against odd trees.
 const MAX_DOMAINS: usize = 64;
 
 pub(super) fn read(root: &Path) -> Result<Topology, TopologyError> {
@@ -168,7 +172,10 @@ impl Nodes {
         let mut rows: Vec<(usize, Option<Vec<u32>>)> = Vec::new();
         for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().to_string();
-            let Some(id) = name.strip_prefix("node").and_then(|n| n.parse::<usize>().ok()) else {
+            let Some(id) = name
+                .strip_prefix("node")
+                .and_then(|n| n.parse::<usize>().ok())
+            else {
                 continue;
             };
             if id >= crate::cpuset::MAX_CPUS {
@@ -238,17 +245,34 @@ fn candidates(m: &Machine, nodes: &Nodes) -> Vec<LevelSpans> {
             });
         }
     };
-    let smt = m.per_cpu(|c| m.list(c, &["topology/core_cpus_list", "topology/thread_siblings_list"]));
+    let smt = m.per_cpu(|c| {
+        m.list(
+            c,
+            &["topology/core_cpus_list", "topology/thread_siblings_list"],
+        )
+    });
     push(LevelKind::Smt, "SMT", smt);
-    push(LevelKind::Cluster, "CLS", m.per_cpu(|c| m.list(c, &["topology/cluster_cpus_list"])));
+    push(
+        LevelKind::Cluster,
+        "CLS",
+        m.per_cpu(|c| m.list(c, &["topology/cluster_cpus_list"])),
+    );
     push(LevelKind::Llc, "MC", m.per_cpu(|c| m.llc(c)));
 
     let package = m
-        .per_cpu(|c| m.list(c, &["topology/package_cpus_list", "topology/core_siblings_list"]))
+        .per_cpu(|c| {
+            m.list(
+                c,
+                &["topology/package_cpus_list", "topology/core_siblings_list"],
+            )
+        })
         .or_else(|| m.packages_by_id());
     let node_spans = m.per_cpu(|c| nodes.node_of(c).map(|n| nodes.by_id[n]));
     let numa_in_package = match (&package, &node_spans) {
-        (Some(p), Some(n)) => m.online.iter().any(|c| n[c] != p[c] && n[c].is_subset(&p[c])),
+        (Some(p), Some(n)) => m
+            .online
+            .iter()
+            .any(|c| n[c] != p[c] && n[c].is_subset(&p[c])),
         _ => false,
     };
     let pkg = match &node_spans {
@@ -263,6 +287,9 @@ fn candidates(m: &Machine, nodes: &Nodes) -> Vec<LevelSpans> {
     }
     push(LevelKind::Numa, "NODE", node_spans);
     let Some(dist) = &nodes.distance else {
+        // No usable distance table: one level over every CPU stands for the NUMA levels, so
+        // that cross-node migrations still have a level.
+        push(LevelKind::Numa, "NUMA", m.per_cpu(|_| Some(m.online)));
         return out;
     };
     let mut distances: Vec<u32> = dist.values().copied().collect();
@@ -289,7 +316,10 @@ fn prune(m: &Machine, candidates: Vec<LevelSpans>) -> Vec<LevelSpans> {
     let mut kept: Vec<LevelSpans> = Vec::new();
     for c in candidates {
         let child = |cpu: usize| kept.last().map_or(single(cpu), |k| k.spans[cpu]);
-        let nests = m.online.iter().all(|cpu| child(cpu).is_subset(&c.spans[cpu]));
+        let nests = m
+            .online
+            .iter()
+            .all(|cpu| child(cpu).is_subset(&c.spans[cpu]));
         let partitions = c.kind == LevelKind::Numa
             || m.online
                 .iter()
@@ -317,7 +347,11 @@ fn apply_debugfs_names(dir: &Path, m: &Machine, chain: &mut [LevelSpans]) -> boo
             .collect();
         let own: Vec<usize> = (0..chain.len())
             .filter(|&l| {
-                let child = if l == 0 { single(cpu) } else { chain[l - 1].spans[cpu] };
+                let child = if l == 0 {
+                    single(cpu)
+                } else {
+                    chain[l - 1].spans[cpu]
+                };
                 chain[l].spans[cpu] != child
             })
             .collect();

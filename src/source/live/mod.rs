@@ -3,6 +3,7 @@
 //! channel. Also reports what the kernel allowed ([`ProbeReport`]) for `doctor` and headers.
 
 mod decode;
+pub mod hooks;
 pub mod kallsyms;
 mod skel;
 
@@ -158,6 +159,12 @@ impl LiveSource {
                 Err(SourceError::Load("the collector thread died while loading".into()))
             }
         }
+    }
+
+    /// Asks the collector to stop without waiting; it drains what is left and sends
+    /// [`SourceMsg::End`].
+    pub fn stop_async(&self) {
+        self.stop.store(true, Ordering::SeqCst);
     }
 
     /// Stops collecting; the thread drains what is left and sends [`SourceMsg::End`].

@@ -1,0 +1,128 @@
+//! Run-queue latency collection for one interval: the global histogram, one per CPU and one
+//! per process. Per-domain figures are not kept separately: they are the sum of the span's
+//! per-CPU histograms, merged when the interval closes (once per interval instead of once per
+//! level per sample).
+//!
+//! Memory: per-CPU histograms are bounded by the CPUs; per-process ones live for one interval
+//! and are bounded by the processes that ran in it.
+
+use super::filter::Filter;
+use super::hist::LatHist;
+use super::snapshot::{CpuLatency, DomainLatency, ProcessLatency};
+use crate::cpuset::MAX_CPUS;
+use crate::topology::Topology;
+use std::collections::HashMap;
+
+/// Processes reported per interval.
+pub const TOP_PROCESSES: usize = 20;
+
+#[derive(Clone, Debug, Default)]
+struct ProcEntry {
+    comm: Option<String>,
+    /// `comm` is the leader's (preferred over a thread's).
+    leader_comm: bool,
+    hist: LatHist,
+}
+
+/// The per-interval latency histograms.
+#[derive(Clone, Debug, Default)]
+pub struct LatencyCollector {
+    global: LatHist,
+    by_cpu: Vec<LatHist>,
+    by_proc: HashMap<Option<u32>, ProcEntry>,
+}
+
+/// One interval's latency figures, ready for the snapshot.
+pub struct LatencyFigures {
+    /// Every sample.
+    pub global: super::snapshot::LatencySummary,
+    /// CPUs with samples.
+    pub by_cpu: Vec<CpuLatency>,
+    /// Domains with samples, levels bottom-up.
+    pub by_domain: Vec<DomainLatency>,
+    /// The busiest processes.
+    pub by_process: Vec<ProcessLatency>,
+}
+
+impl LatencyCollector {
+    /// Adds one sample of `ns` for a task of process `tgid` that started running on `cpu`.
+    /// `comm` is the best name known and `leader` says whether it is the process leader's.
+    pub fn record(&mut self, cpu: u32, tgid: Option<u32>, comm: Option<&str>, leader: bool, ns: u64) {
+        self.global.record(ns);
+        let c = cpu as usize;
+        if c < MAX_CPUS {
+            if self.by_cpu.len() <= c {
+                self.by_cpu.resize(c + 1, LatHist::default());
+            }
+            self.by_cpu[c].record(ns);
+        }
+        let e = self.by_proc.entry(tgid).or_default();
+        if let Some(name) = comm {
+            if e.comm.is_none() || (leader && !e.leader_comm) {
+                e.comm = Some(name.to_string());
+                e.leader_comm = leader;
+            }
+        }
+        e.hist.record(ns);
+    }
+
+    /// The interval's figures, then starts afresh.
+    pub fn take(&mut self, topo: &Topology, filter: &Filter) -> LatencyFigures {
+        let global = std::mem::take(&mut self.global).summary();
+        let by_cpu_hists = std::mem::take(&mut self.by_cpu);
+        let by_cpu = by_cpu_hists
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.count() > 0)
+            .map(|(c, h)| CpuLatency {
+                cpu: c as u32,
+                latency: h.summary(),
+            })
+            .collect();
+        let mut by_domain = Vec::new();
+        for (li, level) in topo.levels.iter().enumerate() {
+            for d in &level.domains {
+                if !filter.matches_span(&d.span) {
+                    continue;
+                }
+                let mut sum = LatHist::default();
+                for c in d.span.iter() {
+                    if let Some(h) = by_cpu_hists.get(c) {
+                        sum.merge(h);
+                    }
+                }
+                if sum.count() > 0 {
+                    by_domain.push(DomainLatency {
+                        level: topo.level_key(Some(li)).to_string(),
+                        span: d.span,
+                        latency: sum.summary(),
+                    });
+                }
+            }
+        }
+        let mut procs: Vec<(Option<u32>, ProcEntry)> = self.by_proc.drain().collect();
+        // Most samples first; tgid breaks ties (unknown last) so hashing never shows.
+        procs.sort_unstable_by(|a, b| {
+            b.1.hist
+                .count()
+                .cmp(&a.1.hist.count())
+                .then_with(|| a.0.is_none().cmp(&b.0.is_none()))
+                .then(a.0.cmp(&b.0))
+        });
+        let by_process = procs
+            .into_iter()
+            .take(TOP_PROCESSES)
+            .map(|(tgid, e)| ProcessLatency {
+                tgid,
+                comm: e.comm,
+                latency: e.hist.summary(),
+            })
+            .collect();
+        LatencyFigures {
+            global,
+            by_cpu,
+            by_domain,
+            by_process,
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! Analyzer tests from event sequences built in code: pure, fast, no kernel. One file per
+//! concern; this one holds the event builders they share.
+
+mod idle;
+mod latency;
+mod migrate;
+mod misc;
+
+use super::{Analyzer, AnalyzerConfig, Filter, Snapshot};
+use crate::cpuset::CpuSet;
+use crate::event::{Event, EventKind, MigrateContext, Pid, Reason, ReasonSource};
+use crate::topology::{LevelKind, Topology};
+
+/// Intervals long enough that nothing closes unless a test wants it to.
+pub const LONG: u64 = 1_000_000_000_000;
+
+pub fn ev(ts_ns: u64, cpu: u32, kind: EventKind) -> Event {
+    Event { ts_ns, cpu, kind }
+}
+
+pub fn switch(ts: u64, cpu: u32, prev_pid: Pid, prev_state: u32, next_pid: Pid) -> Event {
+    ev(
+        ts,
+        cpu,
+        EventKind::Switch {
+            prev_pid,
+            prev_state,
+            next_pid,
+        },
+    )
+}
+
+pub fn wakeup(ts: u64, pid: Pid, target_cpu: u32) -> Event {
+    ev(ts, target_cpu, EventKind::Wakeup { pid, target_cpu })
+}
+
+pub fn wakeup_new(ts: u64, parent_cpu: u32, pid: Pid, tgid: Pid, target_cpu: u32) -> Event {
+    ev(
+        ts,
+        parent_cpu,
+        EventKind::WakeupNew {
+            pid,
+            tgid,
+            target_cpu,
+        },
+    )
+}
+
+pub fn migrate(ts: u64, pid: Pid, src_cpu: u32, dst_cpu: u32, reason: Reason) -> Event {
+    migrate_full(ts, pid, src_cpu, dst_cpu, reason, ReasonSource::Stack, None)
+}
+
+pub fn migrate_full(
+    ts: u64,
+    pid: Pid,
+    src_cpu: u32,
+    dst_cpu: u32,
+    reason: Reason,
+    source: ReasonSource,
+    stack_id: Option<u32>,
+) -> Event {
+    ev(
+        ts,
+        dst_cpu,
+        EventKind::Migrate {
+            pid,
+            src_cpu,
+            dst_cpu,
+            reason,
+            source,
+            stack_id,
+            ctx: MigrateContext::default(),
+        },
+    )
+}
+
+pub fn task(ts: u64, pid: Pid, tgid: Pid, comm: &str) -> Event {
+    ev(
+        ts,
+        0,
+        EventKind::Task {
+            pid,
+            tgid,
+            comm: comm.to_string(),
+            exec: false,
+        },
+    )
+}
+
+pub fn affinity(ts: u64, pid: Pid, list: &str) -> Event {
+    ev(
+        ts,
+        0,
+        EventKind::Affinity {
+            pid,
+            cpus: CpuSet::parse_list(list).unwrap(),
+        },
+    )
+}
+
+pub fn exit(ts: u64, pid: Pid, tgid: Pid) -> Event {
+    ev(ts, 0, EventKind::Exit { pid, tgid })
+}
+
+pub fn clock(ts: u64) -> Event {
+    ev(ts, 0, EventKind::Clock)
+}
+
+/// SMT pairs, LLCs of 4, one NUMA level over 8 CPUs.
+pub fn topo3() -> Topology {
+    Topology::synthetic(
+        &[
+            (LevelKind::Smt, "SMT", 2),
+            (LevelKind::Llc, "MC", 4),
+            (LevelKind::Numa, "NUMA", 8),
+        ],
+        8,
+    )
+}
+
+pub fn analyzer(topo: Topology, interval_ns: u64) -> Analyzer {
+    analyzer_with(topo, interval_ns, Filter::default())
+}
+
+pub fn analyzer_with(topo: Topology, interval_ns: u64, filter: Filter) -> Analyzer {
+    Analyzer::new(
+        topo,
+        AnalyzerConfig {
+            interval_ns,
+            filter,
+        },
+    )
+}
+
+/// Pushes every event, returns the closed snapshots.
+pub fn feed(a: &mut Analyzer, events: &[Event]) -> Vec<Snapshot> {
+    let mut out = Vec::new();
+    for e in events {
+        a.push(e, &mut out);
+    }
+    out
+}
+
+/// Pushes every event, then returns every snapshot including the partial last one.
+pub fn run(a: &mut Analyzer, events: &[Event]) -> Vec<Snapshot> {
+    let mut out = feed(a, events);
+    out.extend(a.finish());
+    out
+}
+
+/// The one snapshot of a run that fits in one interval.
+pub fn one(topo: Topology, events: &[Event]) -> Snapshot {
+    let mut a = analyzer(topo, LONG);
+    let mut s = run(&mut a, events);
+    assert_eq!(s.len(), 1, "expected one snapshot");
+    s.remove(0)
+}
+
+/// `(movable_ns, pinned_ns)` of the domain with this level key and span.
+pub fn iww(s: &Snapshot, level: &str, span: &str) -> (u64, u64) {
+    let d = s
+        .idle_while_waiting
+        .iter()
+        .find(|d| d.level == level && d.span.to_string() == span)
+        .unwrap_or_else(|| panic!("no domain {level} {span}"));
+    (d.movable_ns, d.pinned_ns)
+}

@@ -1,0 +1,23 @@
+//! Subcommand implementations: each wires a source, the analyzer and a sink. `pipeline` is
+//! the one loop they share.
+
+pub mod doctor;
+pub mod pipeline;
+pub mod report;
+
+/// Errors that end a command; `main` prints them and picks the exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum CmdError {
+    /// Bad input from the user (exit 2).
+    #[error("{0}")]
+    Usage(String),
+    /// A source could not start (exit 1).
+    #[error(transparent)]
+    Source(#[from] crate::source::SourceError),
+    /// The machine's topology could not be read (exit 1).
+    #[error(transparent)]
+    Topology(#[from] crate::topology::TopologyError),
+    /// Writing output failed (a closed pipe is not an error: see `main`).
+    #[error("writing output: {0}")]
+    Io(#[from] std::io::Error),
+}

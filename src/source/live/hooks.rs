@@ -1,0 +1,74 @@
+//! Probing the balancer's fentry hooks: which of the balancer functions (new and old names)
+//! the kernel has in its BTF, and whether an fentry program on each one loads. Lockdown
+//! (confidentiality) refuses them all; the QEMU lab kernels accept them.
+
+use super::skel::balancer::BalancerSkelBuilder;
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use serde::{Deserialize, Serialize};
+use std::mem::MaybeUninit;
+
+/// The hooked functions, in the order of bpf/balancer.bpf.c's counters.
+pub const HOOKS: &[(&str, &str)] = &[
+    ("sched_balance_rq", "the balancer proper (6.10+)"),
+    ("load_balance", "the balancer proper (before 6.10)"),
+    ("sched_balance_find_src_group", "busiest-group search (6.10+)"),
+    ("find_busiest_group", "busiest-group search (before 6.10)"),
+    ("sched_balance_newidle", "newidle balance (6.10+)"),
+    ("newidle_balance", "newidle balance (before 6.10)"),
+    ("detach_task", "the task a balance moves"),
+    ("active_load_balance_cpu_stop", "active balance"),
+];
+
+/// Outcome of one hook.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookState {
+    /// An fentry program on it loaded.
+    Loads,
+    /// The kernel has no such function in its BTF (renamed, inlined or absent).
+    Absent,
+    /// It exists but the kernel refused the program.
+    Refused(String),
+}
+
+/// Probes every hook by loading its program alone.
+pub fn probe(btf: &libbpf_rs::btf::Btf<'_>) -> Vec<(String, HookState)> {
+    HOOKS
+        .iter()
+        .map(|(func, _)| {
+            let state = if btf
+                .type_by_name::<libbpf_rs::btf::types::Func<'_>>(func)
+                .is_none()
+            {
+                HookState::Absent
+            } else {
+                match load_one(func) {
+                    Ok(()) => HookState::Loads,
+                    Err(e) => HookState::Refused(e),
+                }
+            };
+            (func.to_string(), state)
+        })
+        .collect()
+}
+
+fn load_one(func: &str) -> Result<(), String> {
+    let mut obj = MaybeUninit::uninit();
+    let mut open = BalancerSkelBuilder::default()
+        .open(&mut obj)
+        .map_err(|e| e.to_string())?;
+    let want = format!("hook_{func}");
+    for mut prog in open.open_object_mut().progs_mut() {
+        let on = prog.name().to_str() == Some(want.as_str());
+        prog.set_autoload(on);
+    }
+    open.load().map(|_| ()).map_err(|e| {
+        let msg = e.to_string();
+        if msg.contains("Operation not permitted") || msg.contains("EPERM") {
+            "refused (EPERM): fentry is blocked here, typically by lockdown=confidentiality"
+                .to_string()
+        } else {
+            msg
+        }
+    })
+}

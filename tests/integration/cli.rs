@@ -1,0 +1,117 @@
+//! Command-line behaviour: help, bad input, and the refusals that must name their fix.
+
+use crate::common::*;
+
+fn run(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut c = lbscope();
+    c.args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c.output().expect("lbscope runs");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn assert_one_line_error(code: i32, want_code: i32, err: &str, needle: &str) {
+    assert_eq!(code, want_code, "exit code; stderr: {err}");
+    assert!(!err.contains("panicked"), "no panic: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line: {err}");
+    assert!(lines[0].contains(needle), "'{needle}' in: {err}");
+}
+
+#[test]
+fn help_teaches() {
+    let (code, out, _) = run(&["--help"], &[]);
+    assert_eq!(code, 0);
+    assert!(out.contains("report") && out.contains("doctor") && out.contains("Examples"));
+    let (code, out, _) = run(&["report", "--help"], &[]);
+    assert_eq!(code, 0);
+    for flag in ["--interval", "--count", "--json", "--pid", "--comm", "--cpus"] {
+        assert!(out.contains(flag), "{flag} in report --help");
+    }
+}
+
+#[test]
+fn bad_flags_are_usage_errors() {
+    let (code, _, err) = run(&["report", "-i", "0"], &[]);
+    assert_one_line_error(code, 2, &err, "interval");
+    let (code, _, err) = run(&["report", "--cpus", "5-2"], &[]);
+    assert_one_line_error(code, 2, &err, "--cpus");
+    let (code, _, err) = run(&["report", "--cpus", "4095"], &[]);
+    assert_one_line_error(code, 2, &err, "--cpus");
+    let (code, _, err) = run(&["report", "--ringbuf-mb", "3"], &[]);
+    assert_one_line_error(code, 2, &err, "power of two");
+}
+
+#[test]
+fn unknown_pid_says_so() {
+    let (code, _, err) = run(&["report", "-p", "999999999"], &[]);
+    assert_one_line_error(code, 2, &err, "no process with PID 999999999");
+}
+
+#[test]
+fn not_root_says_run_as_root() {
+    if !std::path::Path::new("/usr/bin/setpriv").exists() {
+        panic!("setpriv (util-linux) is needed to drop privileges");
+    }
+    let o = std::process::Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
+        .arg(env!("CARGO_BIN_EXE_lbscope"))
+        .args(["report", "-c", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    if o.status.code() == Some(0) {
+        panic!("unprivileged report must fail: {err}");
+    }
+    assert_one_line_error(o.status.code().unwrap_or(-1), 1, &err, "run as root");
+}
+
+#[test]
+fn missing_btf_says_what_kernel_is_needed() {
+    let Some(_g) = live_guard() else { return };
+    let (code, _, err) = run(&["report", "-c", "1"], &[("LBSCOPE_BTF", "/nonexistent/vmlinux")]);
+    assert_one_line_error(code, 1, &err, "CONFIG_DEBUG_INFO_BTF");
+}
+
+#[test]
+fn missing_tracepoint_is_named() {
+    let Some(_g) = live_guard() else { return };
+    let (code, _, err) = run(
+        &["report", "-c", "1"],
+        &[("LBSCOPE_PRETEND_MISSING", "sched_migrate_task")],
+    );
+    assert_one_line_error(code, 1, &err, "sched_migrate_task");
+    assert!(err.contains("doctor"), "points to doctor: {err}");
+}
+
+#[test]
+fn doctor_reports_this_machine() {
+    let Some(_g) = live_guard() else { return };
+    let (code, out, err) = run(&["doctor", "--json"], &[]);
+    assert_eq!(code, 0, "doctor passes here: {out} {err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let items: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["item"].as_str().unwrap())
+        .collect();
+    for want in [
+        "kernel",
+        "privileges",
+        "btf",
+        "lockdown",
+        "tracepoint sched_migrate_task",
+        "hook fentry/sched_balance_rq",
+        "topology",
+        "mode",
+    ] {
+        assert!(items.contains(&want), "{want} in doctor: {items:?}");
+    }
+}

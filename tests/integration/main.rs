@@ -1,0 +1,6 @@
+//! The one integration test binary: command-line behaviour, and live tests that run the real
+//! BPF programs on this kernel and compare their figures with perf, bpftrace and runqlat.
+
+mod cli;
+mod common;
+mod live;
