@@ -16,14 +16,23 @@ mod bpf {
         let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR set by cargo"));
         let arch = match std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() {
             Ok("x86_64") => "x86",
-            Ok(other) => panic!("no vendored vmlinux.h for target arch {other}: add bpf/vmlinux/<arch>/vmlinux.h"),
+            Ok(other) => panic!(
+                "no vendored vmlinux.h for target arch {other}: add bpf/vmlinux/<arch>/vmlinux.h"
+            ),
             Err(_) => "x86",
         };
         let vmlinux = format!("-Ibpf/vmlinux/{arch}");
         for name in ["lbscope", "balancer"] {
             if let Err(e) = SkeletonBuilder::new()
                 .source(format!("bpf/{name}.bpf.c"))
-                .clang_args([vmlinux.as_str(), "-Ibpf", "-D__TARGET_ARCH_x86", "-Wall", "-O2", "-g"])
+                .clang_args([
+                    vmlinux.as_str(),
+                    "-Ibpf",
+                    "-D__TARGET_ARCH_x86",
+                    "-Wall",
+                    "-O2",
+                    "-g",
+                ])
                 .build_and_generate(out.join(format!("{name}.skel.rs")))
             {
                 panic!(

@@ -29,12 +29,14 @@ pub struct Cli {
 pub enum Command {
     /// Print run-queue latency, migrations by reason and level, and idle-while-others-wait,
     /// per interval, from the live kernel.
-    #[command(after_help = "Examples:\n  sudo lbscope report                    every second until Ctrl-C\n  \
+    #[command(
+        after_help = "Examples:\n  sudo lbscope report                    every second until Ctrl-C\n  \
 sudo lbscope report -i 10 -c 1        one 10 s interval\n  \
 sudo lbscope report --comm hackbench   only tasks named hackbench\n  \
 sudo lbscope report --cpus 0-3 --json  JSON lines, CPUs 0-3\n\n\
 Ctrl-C or SIGTERM print the interval so far and exit 0. The JSON fields are documented in the \
-README (\"JSON output\").")]
+README (\"JSON output\")."
+    )]
     Report(ReportArgs),
     /// Check what this machine allows: kernel, BTF, lockdown, privileges, which tracepoints
     /// and balancer hooks load, and the topology. Every problem says what to do.

@@ -100,12 +100,18 @@ impl CpuSet {
 
     /// Whether the two sets share a CPU.
     pub fn intersects(&self, other: &CpuSet) -> bool {
-        self.bits.iter().zip(other.bits.iter()).any(|(a, b)| a & b != 0)
+        self.bits
+            .iter()
+            .zip(other.bits.iter())
+            .any(|(a, b)| a & b != 0)
     }
 
     /// Whether every CPU of `self` is in `other`.
     pub fn is_subset(&self, other: &CpuSet) -> bool {
-        self.bits.iter().zip(other.bits.iter()).all(|(a, b)| a & !b == 0)
+        self.bits
+            .iter()
+            .zip(other.bits.iter())
+            .all(|(a, b)| a & !b == 0)
     }
 
     /// The lowest CPU in the set.
@@ -141,10 +147,18 @@ impl CpuSet {
                 Some((a, b)) => (a, b),
                 None => (part, part),
             };
-            let a: usize = a.trim().parse().map_err(|_| format!("bad CPU list item '{part}'"))?;
-            let b: usize = b.trim().parse().map_err(|_| format!("bad CPU list item '{part}'"))?;
+            let a: usize = a
+                .trim()
+                .parse()
+                .map_err(|_| format!("bad CPU list item '{part}'"))?;
+            let b: usize = b
+                .trim()
+                .parse()
+                .map_err(|_| format!("bad CPU list item '{part}'"))?;
             if a > b || b >= MAX_CPUS {
-                return Err(format!("bad CPU range '{part}' (CPUs must be below {MAX_CPUS})"));
+                return Err(format!(
+                    "bad CPU range '{part}' (CPUs must be below {MAX_CPUS})"
+                ));
             }
             for c in a..=b {
                 set.insert(c);

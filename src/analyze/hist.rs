@@ -177,7 +177,12 @@ mod tests {
         let s = h.summary();
         assert_eq!(s.count, 1000);
         assert_eq!(s.max, 1000.0);
-        for (got, want) in [(s.p50, 500.0), (s.p90, 900.0), (s.p99, 990.0), (s.p999, 999.0)] {
+        for (got, want) in [
+            (s.p50, 500.0),
+            (s.p90, 900.0),
+            (s.p99, 990.0),
+            (s.p999, 999.0),
+        ] {
             assert!((got - want).abs() / want < 0.035, "{got} vs {want}");
         }
         let mut one = LatHist::default();

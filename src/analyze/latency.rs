@@ -47,7 +47,14 @@ pub struct LatencyFigures {
 impl LatencyCollector {
     /// Adds one sample of `ns` for a task of process `tgid` that started running on `cpu`.
     /// `comm` is the best name known and `leader` says whether it is the process leader's.
-    pub fn record(&mut self, cpu: u32, tgid: Option<u32>, comm: Option<&str>, leader: bool, ns: u64) {
+    pub fn record(
+        &mut self,
+        cpu: u32,
+        tgid: Option<u32>,
+        comm: Option<&str>,
+        leader: bool,
+        ns: u64,
+    ) {
         self.global.record(ns);
         let c = cpu as usize;
         if c < MAX_CPUS {

@@ -99,7 +99,11 @@ impl MigrationCounter {
                 s.total += n;
                 *s.by_reason.entry(reason.clone()).or_insert(0) += n;
                 *s.by_level.entry(level.clone()).or_insert(0) += n;
-                *s.matrix.entry(reason).or_default().entry(level).or_insert(0) += n;
+                *s.matrix
+                    .entry(reason)
+                    .or_default()
+                    .entry(level)
+                    .or_insert(0) += n;
             }
         }
         s.context_classified = self.context;

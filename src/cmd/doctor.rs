@@ -66,7 +66,11 @@ pub fn checks() -> Vec<Check> {
     #[cfg(not(feature = "bpf"))]
     let privileged = false;
     v.push(if privileged {
-        check("privileges", "ok", "CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN) held")
+        check(
+            "privileges",
+            "ok",
+            "CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN) held",
+        )
     } else {
         check(
             "privileges",
@@ -194,7 +198,9 @@ fn probe_bpf(v: &mut Vec<Check>) {
                         any = true;
                         check(&item, "ok", "loads")
                     }
-                    hooks::HookState::Absent => check(&item, "ok", "not in this kernel (other name or inlined)"),
+                    hooks::HookState::Absent => {
+                        check(&item, "ok", "not in this kernel (other name or inlined)")
+                    }
                     hooks::HookState::Refused(e) => check(&item, "warn", e),
                 });
             }

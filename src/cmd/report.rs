@@ -83,7 +83,7 @@ pub fn run(args: &ReportArgs) -> Result<(), CmdError> {
         attach: args.collect.attach,
         ..LiveConfig::default()
     };
-    let mut source = LiveSource::start(cfg, tx)?;
+    let source = LiveSource::start(cfg, tx)?;
     let attached = source.report.attached();
     let mode = source
         .report

@@ -3,9 +3,9 @@
 //! passed in, no analysis.
 
 pub mod json;
-pub mod text;
 #[cfg(test)]
 mod tests;
+pub mod text;
 
 pub use json::render_json;
 pub use text::render_text;

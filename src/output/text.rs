@@ -123,7 +123,11 @@ fn log2_hist(vals: &[u64], val_type: &str, w: &mut impl Write) -> io::Result<()>
 fn migrations(s: &Snapshot, topo: &Topology, w: &mut impl Write) -> io::Result<()> {
     let m = &s.migrations;
     let secs = s.len_ns() as f64 / 1e9;
-    let rate = if secs > 0.0 { m.total as f64 / secs } else { 0.0 };
+    let rate = if secs > 0.0 {
+        m.total as f64 / secs
+    } else {
+        0.0
+    };
     writeln!(
         w,
         "Migrations: {} total, {:.1}/s, {} classified from context (no stack)",
@@ -161,7 +165,10 @@ fn migrations(s: &Snapshot, topo: &Topology, w: &mut impl Write) -> io::Result<(
         writeln!(w, "{:>8}", total)?;
     }
     if !m.unknown_stacks.is_empty() {
-        writeln!(w, "  Unclassified stacks (reason unknown), most frequent first:")?;
+        writeln!(
+            w,
+            "  Unclassified stacks (reason unknown), most frequent first:"
+        )?;
         for st in m.unknown_stacks.iter().take(5) {
             writeln!(w, "    stack {}: {} migrations", st.stack_id, st.count)?;
             if st.frames.is_empty() {
@@ -187,7 +194,11 @@ fn idle_while_waiting(s: &Snapshot, w: &mut impl Write) -> io::Result<()> {
     }
     let show_all = s.idle_while_waiting.len() <= ALL_DOMAINS_UP_TO;
     let mut hidden = 0usize;
-    writeln!(w, "  {:<9} {:<22} {:>9} {:>9}", "LEVEL", "SPAN", "MOVABLE", "PINNED")?;
+    writeln!(
+        w,
+        "  {:<9} {:<22} {:>9} {:>9}",
+        "LEVEL", "SPAN", "MOVABLE", "PINNED"
+    )?;
     for d in &s.idle_while_waiting {
         if !show_all && d.movable_ns == 0 && d.pinned_ns == 0 {
             hidden += 1;
@@ -220,6 +231,6 @@ fn lost(s: &Snapshot, w: &mut impl Write) -> io::Result<()> {
     writeln!(w, "Lost events: {} ({})", s.lost_events, per_cpu.join(", "))?;
     writeln!(
         w,
-        "!!! The ring buffer dropped events: every figure in this interval is INCOMPLETE !!!"
+        "!!! Events were lost: every figure in this interval is INCOMPLETE !!!"
     )
 }

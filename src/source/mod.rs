@@ -30,7 +30,9 @@ pub enum SourceError {
     #[error("the kernel has no tracepoint '{0}', which lbscope needs: run `lbscope doctor` for what this kernel offers (needs CONFIG_TRACEPOINTS and CONFIG_SCHED_DEBUG-era scheduler tracepoints, kernel 5.15 or later)")]
     MissingTracepoint(String),
     /// Loading or attaching failed.
-    #[error("loading the BPF programs failed: {0}. Run `lbscope doctor` to see what this kernel allows")]
+    #[error(
+        "loading the BPF programs failed: {0}. Run `lbscope doctor` to see what this kernel allows"
+    )]
     Load(String),
     /// BPF support was not compiled in.
     #[error("this lbscope was built without BPF support (--no-default-features): rebuild with the default `bpf` feature, or use a recording")]

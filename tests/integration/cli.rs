@@ -31,7 +31,14 @@ fn help_teaches() {
     assert!(out.contains("report") && out.contains("doctor") && out.contains("Examples"));
     let (code, out, _) = run(&["report", "--help"], &[]);
     assert_eq!(code, 0);
-    for flag in ["--interval", "--count", "--json", "--pid", "--comm", "--cpus"] {
+    for flag in [
+        "--interval",
+        "--count",
+        "--json",
+        "--pid",
+        "--comm",
+        "--cpus",
+    ] {
         assert!(out.contains(flag), "{flag} in report --help");
     }
 }
@@ -60,7 +67,12 @@ fn not_root_says_run_as_root() {
         panic!("setpriv (util-linux) is needed to drop privileges");
     }
     let o = std::process::Command::new("/usr/bin/setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
         .arg(env!("CARGO_BIN_EXE_lbscope"))
         .args(["report", "-c", "1"])
         .output()
@@ -75,7 +87,10 @@ fn not_root_says_run_as_root() {
 #[test]
 fn missing_btf_says_what_kernel_is_needed() {
     let Some(_g) = live_guard() else { return };
-    let (code, _, err) = run(&["report", "-c", "1"], &[("LBSCOPE_BTF", "/nonexistent/vmlinux")]);
+    let (code, _, err) = run(
+        &["report", "-c", "1"],
+        &[("LBSCOPE_BTF", "/nonexistent/vmlinux")],
+    );
     assert_one_line_error(code, 1, &err, "CONFIG_DEBUG_INFO_BTF");
 }
 

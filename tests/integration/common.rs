@@ -208,7 +208,10 @@ impl Tracer {
         if let Some(word) = ready {
             let end = Instant::now() + Duration::from_secs(30);
             'wait: loop {
-                assert!(Instant::now() < end, "{name} did not print '{word}' in 30 s");
+                assert!(
+                    Instant::now() < end,
+                    "{name} did not print '{word}' in 30 s"
+                );
                 for rx in [&t.out_lines, &t.err_lines] {
                     while let Ok(l) = rx.try_recv() {
                         if l.contains(word) {
@@ -226,7 +229,9 @@ impl Tracer {
     /// Sends SIGINT and returns (exit success, stdout, stderr).
     pub fn interrupt(mut self) -> (bool, String, String) {
         let pid = self.child.id() as i32;
-        let _ = Command::new("kill").args(["-INT", &pid.to_string()]).status();
+        let _ = Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status();
         let end = Instant::now() + Duration::from_secs(30);
         let status = loop {
             if let Some(s) = self.child.try_wait().unwrap() {

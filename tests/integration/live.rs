@@ -85,21 +85,43 @@ fn migrations_match_perf_and_bpftrace_reasons() {
     ensure_tracefs();
     let comm = unique_comm("lbsmig");
     let mut wl_cmd = example("pingpong");
-    wl_cmd.args(["--comm", &comm, "--pairs", "3", "--rounds", "20000", "--spinners", "1"]);
+    wl_cmd.args([
+        "--comm",
+        &comm,
+        "--pairs",
+        "3",
+        "--rounds",
+        "20000",
+        "--spinners",
+        "1",
+    ]);
     wl_cmd.args(["--duration-ms", "3000"]);
     let mut wl = Workload::start(wl_cmd);
 
     let dir = tempdir();
     let data = format!("{dir}/perf.data");
     let mut perf = Command::new(require_tool("perf", "linux-perf"));
-    perf.args(["record", "-q", "-e", "sched:sched_migrate_task", "-a", "-o", &data]);
+    perf.args([
+        "record",
+        "-q",
+        "-e",
+        "sched:sched_migrate_task",
+        "-a",
+        "-o",
+        &data,
+    ]);
     let perf = Tracer::start("perf", perf, None, Duration::from_secs(2));
     let mut bt = Command::new(require_tool("bpftrace", "bpftrace"));
     bt.args([
         "-e",
         "tracepoint:sched:sched_migrate_task /args.orig_cpu != args.dest_cpu/ { @m[args.pid, kstack] = count(); }",
     ]);
-    let bt = Tracer::start("bpftrace", bt, Some("Attaching"), Duration::from_millis(500));
+    let bt = Tracer::start(
+        "bpftrace",
+        bt,
+        Some("Attaching"),
+        Duration::from_millis(500),
+    );
     let lbs = Tracer::start(
         "lbscope",
         report_cmd(&["-i", "3600", "--comm", &comm]),
@@ -150,7 +172,12 @@ fn migrations_match_perf_and_bpftrace_reasons() {
         }
         let ours = count_of(&snap, &["migrations", "by_reason", r.name()]);
         let theirs = expected.get(r.name()).copied().unwrap_or(0);
-        assert_eq!(ours, theirs, "reason {}: lbscope vs bpftrace kstack", r.name());
+        assert_eq!(
+            ours,
+            theirs,
+            "reason {}: lbscope vs bpftrace kstack",
+            r.name()
+        );
     }
     eprintln!("perf {perf_n} migrations; reasons {expected:?}");
 }
@@ -167,7 +194,9 @@ fn runqlat_hist(out: &str) -> BTreeMap<u64, u64> {
         };
         let (Ok(lo), Some(n)) = (
             lo.trim().parse::<u64>(),
-            rest.split_whitespace().next().and_then(|n| n.parse::<u64>().ok()),
+            rest.split_whitespace()
+                .next()
+                .and_then(|n| n.parse::<u64>().ok()),
         ) else {
             continue;
         };
@@ -181,7 +210,16 @@ fn runqlat_matches_libbpf_tools() {
     let Some(_g) = live_guard() else { return };
     let comm = unique_comm("lbslat");
     let mut wl_cmd = example("pingpong");
-    wl_cmd.args(["--comm", &comm, "--pairs", "2", "--rounds", "20000", "--spinners", "1"]);
+    wl_cmd.args([
+        "--comm",
+        &comm,
+        "--pairs",
+        "2",
+        "--rounds",
+        "20000",
+        "--spinners",
+        "1",
+    ]);
     wl_cmd.args(["--duration-ms", "3000"]);
     let mut wl = Workload::start(wl_cmd);
     let pid = wl.pid.to_string();
@@ -212,7 +250,11 @@ fn runqlat_matches_libbpf_tools() {
         .map(|v| v.as_u64().unwrap())
         .collect();
     let our_total = count_of(&snap, &["runqlat_us", "count"]);
-    assert_eq!(our_total, ours.iter().sum::<u64>(), "count is the buckets' sum");
+    assert_eq!(
+        our_total,
+        ours.iter().sum::<u64>(),
+        "count is the buckets' sum"
+    );
     assert!(their_total > 1000, "runqlat saw the workload: {rq_out}");
     let diff = our_total.abs_diff(their_total) as f64 / their_total as f64;
     assert!(
@@ -289,8 +331,14 @@ fn idle_while_waiting_pinned_vs_movable() {
     let pinned = spin_run(Some("0"));
     assert!(pinned.len() >= 2, "at least two full intervals: {pinned:?}");
     for (movable, pinned_f) in &pinned {
-        assert!(*movable < 0.05, "pinned waiters are not movable: {pinned:?}");
-        assert!(*pinned_f > 0.9, "CPU 1 idles while pinned tasks wait: {pinned:?}");
+        assert!(
+            *movable < 0.05,
+            "pinned waiters are not movable: {pinned:?}"
+        );
+        assert!(
+            *pinned_f > 0.9,
+            "CPU 1 idles while pinned tasks wait: {pinned:?}"
+        );
     }
 
     let free = spin_run(None);

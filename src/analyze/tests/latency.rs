@@ -135,7 +135,11 @@ fn attribution_by_cpu_domain_and_process() {
     ];
     let s = one(topo3(), &evs);
     assert_eq!(s.runqlat_us.count, 3);
-    let cpus: Vec<(u32, u64)> = s.runqlat_by_cpu.iter().map(|c| (c.cpu, c.latency.count)).collect();
+    let cpus: Vec<(u32, u64)> = s
+        .runqlat_by_cpu
+        .iter()
+        .map(|c| (c.cpu, c.latency.count))
+        .collect();
     assert_eq!(cpus, vec![(2, 1), (3, 1), (5, 1)]);
     let doms: Vec<(String, String, u64)> = s
         .runqlat_by_domain

@@ -58,7 +58,10 @@ fn each_level_and_matrix() {
     assert_eq!(m.matrix["newidle_balance"]["llc"], 1);
     assert_eq!(m.matrix["hotplug"]["unknown"], 1);
     assert_eq!(m.matrix.len(), 4, "non-zero rows only");
-    assert!(!m.matrix["wakeup"].contains_key("numa"), "non-zero cells only");
+    assert!(
+        !m.matrix["wakeup"].contains_key("numa"),
+        "non-zero cells only"
+    );
 }
 
 #[test]
@@ -124,7 +127,15 @@ fn context_classified_and_unknown_stacks() {
             migrate_full(3, 5, 0, 1, Reason::Unknown, ReasonSource::Stack, Some(43)),
             // A classified stack is not an unknown stack.
             migrate_full(4, 5, 1, 0, Reason::Wakeup, ReasonSource::Stack, Some(44)),
-            migrate_full(5, 5, 0, 1, Reason::ActiveBalance, ReasonSource::Context, None),
+            migrate_full(
+                5,
+                5,
+                0,
+                1,
+                Reason::ActiveBalance,
+                ReasonSource::Context,
+                None,
+            ),
             migrate_full(6, 5, 1, 0, Reason::Unknown, ReasonSource::Context, None),
         ],
     );
@@ -155,7 +166,12 @@ fn migrate_moves_the_wait() {
         ],
     );
     let s = a.finish().unwrap();
-    let w: Vec<(u32, u32)> = s.cpus.iter().map(|c| (c.cpu, c.waiting)).filter(|c| c.1 > 0).collect();
+    let w: Vec<(u32, u32)> = s
+        .cpus
+        .iter()
+        .map(|c| (c.cpu, c.waiting))
+        .filter(|c| c.1 > 0)
+        .collect();
     assert_eq!(w, vec![(5, 1)]);
     // A migrating sleeper (affinity change) does not start waiting.
     let mut a = analyzer(topo3(), LONG);

@@ -12,7 +12,7 @@ use crate::event::{Event, EventKind, MigrateContext, Pid, Reason, ReasonSource};
 use crate::topology::{LevelKind, Topology};
 
 /// Intervals long enough that nothing closes unless a test wants it to.
-pub const LONG: u64 = 1_000_000_000_000;
+pub const LONG: u64 = 1 << 62;
 
 pub fn ev(ts_ns: u64, cpu: u32, kind: EventKind) -> Event {
     Event { ts_ns, cpu, kind }

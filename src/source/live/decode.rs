@@ -20,7 +20,11 @@ fn read<T: Copy>(data: &[u8]) -> Option<T> {
 }
 
 fn comm_str(c: &[std::ffi::c_char]) -> String {
-    let bytes: Vec<u8> = c.iter().take_while(|b| **b != 0).map(|b| *b as u8).collect();
+    let bytes: Vec<u8> = c
+        .iter()
+        .take_while(|b| **b != 0)
+        .map(|b| *b as u8)
+        .collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
@@ -296,15 +300,25 @@ mod tests {
         };
         let fetch = |id: u32| {
             assert_eq!(id, 3);
-            Some(vec![0xffffffff81000010, 0xffffffff81001010, 0xffffffff81002010])
+            Some(vec![
+                0xffffffff81000010,
+                0xffffffff81001010,
+                0xffffffff81002010,
+            ])
         };
         d.decode(&bytes(&rec), &fetch, &mut out);
         d.decode(&bytes(&rec), &|_| panic!("stack fetched twice"), &mut out);
         assert_eq!(out.len(), 3, "{out:?}");
-        assert!(matches!(&out[0].kind, EventKind::Stack { id: 3, reason: Reason::NewidleBalance, frames } if frames.len() == 3));
+        assert!(
+            matches!(&out[0].kind, EventKind::Stack { id: 3, reason: Reason::NewidleBalance, frames } if frames.len() == 3)
+        );
         assert!(matches!(
             out[2].kind,
-            EventKind::Migrate { reason: Reason::NewidleBalance, stack_id: Some(3), .. }
+            EventKind::Migrate {
+                reason: Reason::NewidleBalance,
+                stack_id: Some(3),
+                ..
+            }
         ));
     }
 

@@ -11,7 +11,10 @@ use std::mem::MaybeUninit;
 pub const HOOKS: &[(&str, &str)] = &[
     ("sched_balance_rq", "the balancer proper (6.10+)"),
     ("load_balance", "the balancer proper (before 6.10)"),
-    ("sched_balance_find_src_group", "busiest-group search (6.10+)"),
+    (
+        "sched_balance_find_src_group",
+        "busiest-group search (6.10+)",
+    ),
     ("find_busiest_group", "busiest-group search (before 6.10)"),
     ("sched_balance_newidle", "newidle balance (6.10+)"),
     ("newidle_balance", "newidle balance (before 6.10)"),

@@ -156,7 +156,9 @@ impl LiveSource {
             }
             Err(_) => {
                 let _ = thread.join();
-                Err(SourceError::Load("the collector thread died while loading".into()))
+                Err(SourceError::Load(
+                    "the collector thread died while loading".into(),
+                ))
             }
         }
     }
@@ -298,10 +300,7 @@ fn run(
             return;
         }
     };
-    if let Some((tp, _)) = present
-        .iter()
-        .find(|(tp, ok)| !ok && REQUIRED.contains(tp))
-    {
+    if let Some((tp, _)) = present.iter().find(|(tp, ok)| !ok && REQUIRED.contains(tp)) {
         let _ = ready.send(Err(SourceError::MissingTracepoint(tp.to_string())));
         return;
     }
@@ -325,7 +324,9 @@ fn run(
         }
     };
     if let Err(e) = skel.attach() {
-        let _ = ready.send(Err(SourceError::Load(format!("attaching the tracepoints: {e}"))));
+        let _ = ready.send(Err(SourceError::Load(format!(
+            "attaching the tracepoints: {e}"
+        ))));
         return;
     }
     let state = if raw {

@@ -1,0 +1,240 @@
+//! Idle-while-others-wait: movable and pinned waiters, no idle CPU, levels, and how the
+//! accumulated time splits at interval boundaries.
+
+use super::*;
+
+/// CPU 0 runs task 10, CPU 1 idles; task 20 waits on CPU 0 from t=100 until it runs at 600.
+fn two_cpus_one_waiter(extra: &[Event]) -> Vec<Event> {
+    let mut evs = vec![switch(0, 0, 0, 1, 10), switch(0, 1, 0, 1, 0)];
+    evs.extend_from_slice(extra);
+    evs.push(wakeup(100, 20, 0));
+    evs.push(switch(600, 0, 10, 1, 20));
+    evs.push(clock(1_000));
+    evs
+}
+
+#[test]
+fn movable_waiter() {
+    let s = one(Topology::synthetic_flat(2), &two_cpus_one_waiter(&[]));
+    assert_eq!(iww(&s, "llc", "0-1"), (500, 0));
+    let d = &s.idle_while_waiting[0];
+    assert_eq!(s.len_ns(), 1_000);
+    assert_eq!(d.movable_fraction, 0.5);
+    assert_eq!(d.pinned_fraction, 0.0);
+}
+
+#[test]
+fn pinned_waiter() {
+    let s = one(
+        Topology::synthetic_flat(2),
+        &two_cpus_one_waiter(&[affinity(0, 20, "0")]),
+    );
+    assert_eq!(iww(&s, "llc", "0-1"), (0, 500));
+}
+
+#[test]
+fn affinity_allowing_the_idle_cpu_is_movable() {
+    let s = one(
+        Topology::synthetic_flat(4),
+        &two_cpus_one_waiter(&[affinity(0, 20, "0-1")]),
+    );
+    assert_eq!(iww(&s, "llc", "0-3"), (500, 0));
+}
+
+#[test]
+fn affinity_change_while_waiting() {
+    // Pinned to CPU 0 from t=300: movable 100-300, pinned 300-600.
+    let evs = [
+        switch(0, 0, 0, 1, 10),
+        switch(0, 1, 0, 1, 0),
+        wakeup(100, 20, 0),
+        affinity(300, 20, "0"),
+        switch(600, 0, 10, 1, 20),
+    ];
+    let s = one(Topology::synthetic_flat(2), &evs);
+    assert_eq!(iww(&s, "llc", "0-1"), (200, 300));
+}
+
+#[test]
+fn no_idle_cpu() {
+    let evs = [
+        switch(0, 0, 0, 1, 10),
+        switch(0, 1, 0, 1, 11),
+        wakeup(100, 20, 0),
+        switch(600, 0, 10, 1, 20),
+        clock(1_000),
+    ];
+    let s = one(Topology::synthetic_flat(2), &evs);
+    assert_eq!(iww(&s, "llc", "0-1"), (0, 0));
+}
+
+#[test]
+fn unknown_cpu_is_not_idle() {
+    // CPU 1 never switched: its state is unknown, so nothing is idle.
+    let evs = [switch(0, 0, 0, 1, 10), wakeup(100, 20, 0), clock(1_000)];
+    let s = one(Topology::synthetic_flat(2), &evs);
+    assert_eq!(iww(&s, "llc", "0-1"), (0, 0));
+}
+
+#[test]
+fn waiting_on_the_idle_cpu_itself_does_not_count() {
+    // The only idle CPU is the one the waiter is queued on: it is about to run there.
+    let evs = [
+        switch(0, 0, 0, 1, 10),
+        switch(0, 1, 0, 1, 0),
+        wakeup(100, 20, 1),
+        switch(600, 1, 0, 1, 20),
+    ];
+    let s = one(Topology::synthetic_flat(2), &evs);
+    assert_eq!(iww(&s, "llc", "0-1"), (0, 0));
+}
+
+#[test]
+fn per_level_domains() {
+    // CPUs 0-3 busy, 5-7 busy, 4 idle; a task waits on CPU 0: only the NUMA domain sees it.
+    let mut evs: Vec<Event> = (0..8u32)
+        .map(|c| switch(0, c, 0, 1, if c == 4 { 0 } else { 100 + c }))
+        .collect();
+    evs.push(wakeup(1_000, 20, 0));
+    evs.push(clock(3_000));
+    let s = one(topo3(), &evs);
+    assert_eq!(iww(&s, "numa", "0-7"), (2_000, 0));
+    assert_eq!(iww(&s, "llc", "0-3"), (0, 0));
+    assert_eq!(iww(&s, "llc", "4-7"), (0, 0));
+    assert_eq!(iww(&s, "smt", "0-1"), (0, 0));
+    assert_eq!(iww(&s, "smt", "4-5"), (0, 0));
+    assert_eq!(s.idle_while_waiting.len(), 4 + 2 + 1);
+    // The waiter moves next to the idle CPU: now the SMT and LLC domains see it too.
+    let mut evs2 = evs.clone();
+    evs2.pop();
+    evs2.push(migrate(2_000, 20, 0, 5, Reason::PeriodicBalance));
+    evs2.push(clock(3_000));
+    let s = one(topo3(), &evs2);
+    assert_eq!(iww(&s, "numa", "0-7"), (2_000, 0));
+    assert_eq!(iww(&s, "llc", "4-7"), (1_000, 0));
+    assert_eq!(iww(&s, "smt", "4-5"), (1_000, 0));
+    assert_eq!(iww(&s, "llc", "0-3"), (0, 0));
+}
+
+#[test]
+fn pinned_then_movable_across_waiters() {
+    // Two waiters on CPU 0: one pinned there, one free. Movable while the free one waits,
+    // pinned after it runs elsewhere.
+    let evs = [
+        switch(0, 0, 0, 1, 10),
+        switch(0, 1, 0, 1, 0),
+        affinity(0, 21, "0"),
+        wakeup(100, 21, 0),
+        wakeup(200, 22, 0),
+        migrate(500, 22, 0, 1, Reason::NewidleBalance),
+        switch(500, 1, 0, 1, 22),
+        switch(700, 1, 22, 1, 0),
+        clock(1_000),
+    ];
+    let s = one(Topology::synthetic_flat(2), &evs);
+    // pinned 100-200, movable 200-500, busy CPU 1 500-700, pinned 700-1000.
+    assert_eq!(iww(&s, "llc", "0-1"), (300, 400));
+}
+
+#[test]
+fn split_at_interval_boundaries() {
+    let evs = [
+        switch(0, 0, 0, 1, 10),
+        switch(0, 1, 0, 1, 0),
+        wakeup(500, 20, 0),
+        switch(2_500, 0, 10, 1, 20),
+        clock(3_200),
+    ];
+    let mut a = analyzer(Topology::synthetic_flat(2), 1_000);
+    let s = run(&mut a, &evs);
+    let spans: Vec<(u64, u64, bool)> = s
+        .iter()
+        .map(|s| (s.t_start_ns, s.t_end_ns, s.partial))
+        .collect();
+    assert_eq!(
+        spans,
+        vec![
+            (0, 1_000, false),
+            (1_000, 2_000, false),
+            (2_000, 3_000, false),
+            (3_000, 3_200, true)
+        ]
+    );
+    let movable: Vec<u64> = s.iter().map(|s| iww(s, "llc", "0-1").0).collect();
+    assert_eq!(movable, vec![500, 1_000, 500, 0]);
+    assert_eq!(s[1].idle_while_waiting[0].movable_fraction, 1.0);
+}
+
+#[test]
+fn filtered_waiters_do_not_count() {
+    let filter = Filter {
+        tgid: Some(999),
+        ..Filter::default()
+    };
+    let mut a = analyzer_with(Topology::synthetic_flat(2), LONG, filter);
+    let s = run(&mut a, &two_cpus_one_waiter(&[task(0, 20, 20, "x")]));
+    assert_eq!(iww(&s[0], "llc", "0-1"), (0, 0));
+    // The table still shows the waiter.
+    let filter = Filter {
+        tgid: Some(20),
+        ..Filter::default()
+    };
+    let mut a = analyzer_with(Topology::synthetic_flat(2), LONG, filter);
+    let s = run(&mut a, &two_cpus_one_waiter(&[task(0, 20, 20, "x")]));
+    assert_eq!(iww(&s[0], "llc", "0-1"), (500, 0));
+}
+
+#[test]
+fn many_cpus_stay_cheap() {
+    // 256 CPUs, every other one idle, thousands of wakeups: must finish quickly and stay
+    // consistent (a smoke test against quadratic recomputation).
+    let topo = Topology::synthetic(
+        &[
+            (LevelKind::Smt, "SMT", 2),
+            (LevelKind::Llc, "MC", 16),
+            (LevelKind::Numa, "NUMA", 256),
+        ],
+        256,
+    );
+    let mut evs: Vec<Event> = (0..256u32)
+        .map(|c| switch(0, c, 0, 1, if c % 2 == 0 { 0 } else { 1_000 + c }))
+        .collect();
+    let mut t = 10;
+    for round in 0..40u32 {
+        for c in (1..256u32).step_by(2) {
+            let pid = 10_000 + round * 256 + c;
+            evs.push(wakeup(t, pid, c));
+            t += 1;
+        }
+        for c in (1..256u32).step_by(2) {
+            let pid = 10_000 + round * 256 + c;
+            evs.push(migrate(t, pid, c, c - 1, Reason::NewidleBalance));
+            evs.push(switch(t, c - 1, 0, 1, pid));
+            evs.push(switch(t + 1, c - 1, pid, 1, 0));
+            t += 2;
+        }
+    }
+    let mut a = analyzer(topo, LONG);
+    let s = run(&mut a, &evs);
+    assert_eq!(s[0].migrations.total, 40 * 128);
+    assert!(s[0].idle_while_waiting.iter().all(|d| d.movable_ns > 0));
+    assert_eq!(a.tracked_tasks(), 0);
+}
+
+#[test]
+fn wakeup_of_a_running_task_is_not_a_waiter() {
+    // ttwu_runnable: 10 is woken on CPU 0 while still running there. runqlat still records
+    // the enqueue time, but nothing waits while CPU 1 idles.
+    let evs = [
+        switch(0, 0, 0, 1, 10),
+        switch(0, 1, 0, 1, 0),
+        wakeup(100, 10, 0),
+        switch(600, 0, 10, 1, 0),
+        switch(700, 0, 0, 1, 10),
+    ];
+    let s = one(Topology::synthetic_flat(2), &evs);
+    assert_eq!(iww(&s, "llc", "0-1"), (0, 0));
+    assert!(s.cpus.iter().all(|c| c.waiting == 0));
+    assert_eq!(s.runqlat_us.count, 1);
+    assert_eq!(s.runqlat_us.max, 0.6);
+}
