@@ -107,7 +107,11 @@ static __always_inline void count_lost(void)
 		*v += 1;
 }
 
-static __always_inline void *reserve(__u64 size, __u16 kind)
+/*
+ * Handlers read the clock first thing (ts), so the interval between two events does not
+ * depend on how much work each handler did before reserving its record.
+ */
+static __always_inline void *reserve(__u64 size, __u16 kind, __u64 ts)
 {
 	struct lbs_hdr *h = bpf_ringbuf_reserve(&events, size, 0);
 
@@ -115,7 +119,7 @@ static __always_inline void *reserve(__u64 size, __u16 kind)
 		count_lost();
 		return NULL;
 	}
-	h->ts = bpf_ktime_get_ns();
+	h->ts = ts;
 	h->kind = kind;
 	h->flags = 0;
 	h->cpu = bpf_get_smp_processor_id();
@@ -169,9 +173,9 @@ static __always_inline __u64 mask_hash_of(struct task_struct *p, __u64 *words)
 	return h;
 }
 
-static __always_inline void emit_task(struct task_struct *p, __u32 pid, __u32 tgid, __u16 flags)
+static __always_inline void emit_task(__u64 ts, struct task_struct *p, __u32 pid, __u32 tgid, __u16 flags)
 {
-	struct lbs_task *e = reserve(sizeof(*e), LBS_TASK);
+	struct lbs_task *e = reserve(sizeof(*e), LBS_TASK, ts);
 
 	if (!e)
 		return;
@@ -182,9 +186,9 @@ static __always_inline void emit_task(struct task_struct *p, __u32 pid, __u32 tg
 	submit(e);
 }
 
-static __always_inline void emit_affinity(struct task_struct *p, __u32 pid)
+static __always_inline void emit_affinity(__u64 ts, struct task_struct *p, __u32 pid)
 {
-	struct lbs_affinity *e = reserve(sizeof(*e), LBS_AFFINITY);
+	struct lbs_affinity *e = reserve(sizeof(*e), LBS_AFFINITY, ts);
 
 	if (!e)
 		return;
@@ -199,7 +203,7 @@ static __always_inline void emit_affinity(struct task_struct *p, __u32 pid)
  * Announce a task the first time it is seen, and its allowed CPUs whenever they change
  * (check_mask). Pid 0 (the idle tasks) is never announced.
  */
-static __always_inline void note_task(struct task_struct *p, bool check_mask)
+static __always_inline void note_task(__u64 ts, struct task_struct *p, bool check_mask)
 {
 	__u32 pid = BPF_CORE_READ(p, pid);
 	struct known_task *k, nk = {};
@@ -211,8 +215,8 @@ static __always_inline void note_task(struct task_struct *p, bool check_mask)
 		nk.tgid = BPF_CORE_READ(p, tgid);
 		nk.mask_hash = mask_hash_of(p, NULL);
 		bpf_map_update_elem(&known, &pid, &nk, BPF_ANY);
-		emit_task(p, pid, nk.tgid, 0);
-		emit_affinity(p, pid);
+		emit_task(ts, p, pid, nk.tgid, 0);
+		emit_affinity(ts, p, pid);
 		return;
 	}
 	if (check_mask) {
@@ -220,12 +224,12 @@ static __always_inline void note_task(struct task_struct *p, bool check_mask)
 
 		if (h != k->mask_hash) {
 			k->mask_hash = h;
-			emit_affinity(p, pid);
+			emit_affinity(ts, p, pid);
 		}
 	}
 }
 
-static __always_inline int h_switch(__u64 *ctx)
+static __always_inline int h_switch(__u64 ts, __u64 *ctx)
 {
 	struct task_struct *prev = (void *)ctx[1], *next = (void *)ctx[2];
 	struct lbs_switch *e;
@@ -235,10 +239,10 @@ static __always_inline int h_switch(__u64 *ctx)
 
 	/* runqlat's definition: prev stays queued iff its state is TASK_RUNNING now. */
 	state = task_state_of(prev);
-	note_task(next, false);
+	note_task(ts, next, false);
 	if (state == 0)
-		note_task(prev, true);
-	e = reserve(sizeof(*e), LBS_SWITCH);
+		note_task(ts, prev, true);
+	e = reserve(sizeof(*e), LBS_SWITCH, ts);
 	if (!e)
 		return 0;
 	e->prev_pid = BPF_CORE_READ(prev, pid);
@@ -251,9 +255,9 @@ static __always_inline int h_switch(__u64 *ctx)
 	return 0;
 }
 
-static __always_inline int emit_wake(struct task_struct *p, __u16 kind, __u32 a)
+static __always_inline int emit_wake(__u64 ts, struct task_struct *p, __u16 kind, __u32 a)
 {
-	struct lbs_wake *e = reserve(sizeof(*e), kind);
+	struct lbs_wake *e = reserve(sizeof(*e), kind, ts);
 
 	if (!e)
 		return 0;
@@ -264,30 +268,30 @@ static __always_inline int emit_wake(struct task_struct *p, __u16 kind, __u32 a)
 	return 0;
 }
 
-static __always_inline int h_waking(__u64 *ctx)
+static __always_inline int h_waking(__u64 ts, __u64 *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
 
-	return emit_wake(p, LBS_WAKING, task_cpu_of(p));
+	return emit_wake(ts, p, LBS_WAKING, task_cpu_of(p));
 }
 
-static __always_inline int h_wakeup(__u64 *ctx)
+static __always_inline int h_wakeup(__u64 ts, __u64 *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
 
-	note_task(p, true);
-	return emit_wake(p, LBS_WAKEUP, task_cpu_of(p));
+	note_task(ts, p, true);
+	return emit_wake(ts, p, LBS_WAKEUP, task_cpu_of(p));
 }
 
-static __always_inline int h_wakeup_new(__u64 *ctx)
+static __always_inline int h_wakeup_new(__u64 ts, __u64 *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
 
-	note_task(p, true);
-	return emit_wake(p, LBS_WAKEUP_NEW, task_cpu_of(p));
+	note_task(ts, p, true);
+	return emit_wake(ts, p, LBS_WAKEUP_NEW, task_cpu_of(p));
 }
 
-static __always_inline int h_migrate(__u64 *ctx)
+static __always_inline int h_migrate(__u64 ts, __u64 *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
 	__u32 dst = (__u32)ctx[1], src = task_cpu_of(p);
@@ -299,7 +303,9 @@ static __always_inline int h_migrate(__u64 *ctx)
 
 	if (src == dst)
 		return 0;
-	e = reserve(sizeof(*e), LBS_MIGRATE);
+	/* A sleeping task's first sighting can be the move of its wakeup: name it first. */
+	note_task(ts, p, false);
+	e = reserve(sizeof(*e), LBS_MIGRATE, ts);
 	if (!e)
 		return 0;
 	e->pid = BPF_CORE_READ(p, pid);
@@ -325,9 +331,9 @@ static __always_inline int h_migrate(__u64 *ctx)
 	return 0;
 }
 
-static __always_inline int emit_rq(struct rq *rq, __u16 kind, __u64 v0, __u64 v1, __u64 v2)
+static __always_inline int emit_rq(__u64 ts, struct rq *rq, __u16 kind, __u64 v0, __u64 v1, __u64 v2)
 {
-	struct lbs_rq *e = reserve(sizeof(*e), kind);
+	struct lbs_rq *e = reserve(sizeof(*e), kind, ts);
 
 	if (!e)
 		return 0;
@@ -339,14 +345,14 @@ static __always_inline int emit_rq(struct rq *rq, __u16 kind, __u64 v0, __u64 v1
 	return 0;
 }
 
-static __always_inline int h_nr_running(__u64 *ctx)
+static __always_inline int h_nr_running(__u64 ts, __u64 *ctx)
 {
 	struct rq *rq = (void *)ctx[0];
 
-	return emit_rq(rq, LBS_NR_RUNNING, BPF_CORE_READ(rq, nr_running), 0, 0);
+	return emit_rq(ts, rq, LBS_NR_RUNNING, BPF_CORE_READ(rq, nr_running), 0, 0);
 }
 
-static __always_inline int h_pelt_cfs(__u64 *ctx)
+static __always_inline int h_pelt_cfs(__u64 ts, __u64 *ctx)
 {
 	struct cfs_rq *cfs = (void *)ctx[0];
 	struct rq *rq = BPF_CORE_READ(cfs, rq);
@@ -365,11 +371,11 @@ static __always_inline int h_pelt_cfs(__u64 *ctx)
 	if (now - st->last_pelt_ts < pelt_interval_ns)
 		return 0;
 	st->last_pelt_ts = now;
-	return emit_rq(rq, LBS_PELT, BPF_CORE_READ(cfs, avg.load_avg),
+	return emit_rq(ts, rq, LBS_PELT, BPF_CORE_READ(cfs, avg.load_avg),
 		       BPF_CORE_READ(cfs, avg.runnable_avg), BPF_CORE_READ(cfs, avg.util_avg));
 }
 
-static __always_inline int h_capacity(__u64 *ctx)
+static __always_inline int h_capacity(__u64 ts, __u64 *ctx)
 {
 	struct rq *rq = (void *)ctx[0];
 	__u32 cpu = BPF_CORE_READ(rq, cpu);
@@ -379,10 +385,10 @@ static __always_inline int h_capacity(__u64 *ctx)
 	if (!st || st->last_capacity == cap)
 		return 0;
 	st->last_capacity = cap;
-	return emit_rq(rq, LBS_CAPACITY, cap, 0, 0);
+	return emit_rq(ts, rq, LBS_CAPACITY, cap, 0, 0);
 }
 
-static __always_inline int h_softirq(__u64 *ctx, bool entry)
+static __always_inline int h_softirq(__u64 ts, __u64 *ctx, bool entry)
 {
 	__u32 vec = (__u32)ctx[0], zero = 0;
 	struct lbs_softirq *e;
@@ -408,7 +414,7 @@ static __always_inline int h_softirq(__u64 *ctx, bool entry)
 				idle = true;
 		}
 	}
-	e = reserve(sizeof(*e), LBS_SOFTIRQ);
+	e = reserve(sizeof(*e), LBS_SOFTIRQ, ts);
 	if (!e)
 		return 0;
 	e->h.flags = (entry ? 1 : 0) | (idle ? 2 : 0);
@@ -416,10 +422,10 @@ static __always_inline int h_softirq(__u64 *ctx, bool entry)
 	return 0;
 }
 
-static __always_inline int emit_numa(__u32 op, struct task_struct *src, __s32 src_cpu,
+static __always_inline int emit_numa(__u64 ts, __u32 op, struct task_struct *src, __s32 src_cpu,
 				     struct task_struct *dst, __s32 dst_cpu)
 {
-	struct lbs_numa *e = reserve(sizeof(*e), LBS_NUMA);
+	struct lbs_numa *e = reserve(sizeof(*e), LBS_NUMA, ts);
 
 	if (!e)
 		return 0;
@@ -432,24 +438,24 @@ static __always_inline int emit_numa(__u32 op, struct task_struct *src, __s32 sr
 	return 0;
 }
 
-static __always_inline int h_move_numa(__u64 *ctx)
+static __always_inline int h_move_numa(__u64 ts, __u64 *ctx)
 {
-	return emit_numa(LBS_NUMA_MOVE, (void *)ctx[0], (__s32)ctx[1], NULL, (__s32)ctx[2]);
+	return emit_numa(ts, LBS_NUMA_MOVE, (void *)ctx[0], (__s32)ctx[1], NULL, (__s32)ctx[2]);
 }
 
-static __always_inline int h_swap_numa(__u64 *ctx)
+static __always_inline int h_swap_numa(__u64 ts, __u64 *ctx)
 {
-	return emit_numa(LBS_NUMA_SWAP, (void *)ctx[0], (__s32)ctx[1], (void *)ctx[2],
+	return emit_numa(ts, LBS_NUMA_SWAP, (void *)ctx[0], (__s32)ctx[1], (void *)ctx[2],
 			 (__s32)ctx[3]);
 }
 
-static __always_inline int h_stick_numa(__u64 *ctx)
+static __always_inline int h_stick_numa(__u64 ts, __u64 *ctx)
 {
-	return emit_numa(LBS_NUMA_STICK, (void *)ctx[0], (__s32)ctx[1], (void *)ctx[2],
+	return emit_numa(ts, LBS_NUMA_STICK, (void *)ctx[0], (__s32)ctx[1], (void *)ctx[2],
 			 (__s32)ctx[3]);
 }
 
-static __always_inline int h_exec(__u64 *ctx)
+static __always_inline int h_exec(__u64 ts, __u64 *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
 	__u32 pid = BPF_CORE_READ(p, pid);
@@ -458,18 +464,18 @@ static __always_inline int h_exec(__u64 *ctx)
 	nk.tgid = BPF_CORE_READ(p, tgid);
 	nk.mask_hash = mask_hash_of(p, NULL);
 	bpf_map_update_elem(&known, &pid, &nk, BPF_ANY);
-	emit_task(p, pid, nk.tgid, 1);
+	emit_task(ts, p, pid, nk.tgid, 1);
 	return 0;
 }
 
-static __always_inline int h_exit(__u64 *ctx)
+static __always_inline int h_exit(__u64 ts, __u64 *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
 	__u32 pid = BPF_CORE_READ(p, pid);
 	struct lbs_task *e;
 
 	bpf_map_delete_elem(&known, &pid);
-	e = reserve(sizeof(*e), LBS_EXIT);
+	e = reserve(sizeof(*e), LBS_EXIT, ts);
 	if (!e)
 		return 0;
 	e->pid = pid;
@@ -481,21 +487,29 @@ static __always_inline int h_exit(__u64 *ctx)
 
 /* Two entry points per tracepoint; the Rust side autoloads one of each pair. */
 #define LBS_TP(tp, handler)                                                                  \
-	SEC("tp_btf/" #tp) int btf_##tp(__u64 *ctx) { return handler; }                     \
-	SEC("raw_tp/" #tp) int raw_##tp(__u64 *ctx) { return handler; }
+	SEC("tp_btf/" #tp) int btf_##tp(__u64 *ctx)                                          \
+	{                                                                                    \
+		__u64 ts = bpf_ktime_get_ns();                                               \
+		return handler;                                                              \
+	}                                                                                    \
+	SEC("raw_tp/" #tp) int raw_##tp(__u64 *ctx)                                          \
+	{                                                                                    \
+		__u64 ts = bpf_ktime_get_ns();                                               \
+		return handler;                                                              \
+	}
 
-LBS_TP(sched_switch, h_switch(ctx))
-LBS_TP(sched_waking, h_waking(ctx))
-LBS_TP(sched_wakeup, h_wakeup(ctx))
-LBS_TP(sched_wakeup_new, h_wakeup_new(ctx))
-LBS_TP(sched_migrate_task, h_migrate(ctx))
-LBS_TP(sched_update_nr_running_tp, h_nr_running(ctx))
-LBS_TP(pelt_cfs_tp, h_pelt_cfs(ctx))
-LBS_TP(sched_cpu_capacity_tp, h_capacity(ctx))
-LBS_TP(softirq_entry, h_softirq(ctx, true))
-LBS_TP(softirq_exit, h_softirq(ctx, false))
-LBS_TP(sched_move_numa, h_move_numa(ctx))
-LBS_TP(sched_swap_numa, h_swap_numa(ctx))
-LBS_TP(sched_stick_numa, h_stick_numa(ctx))
-LBS_TP(sched_process_exec, h_exec(ctx))
-LBS_TP(sched_process_exit, h_exit(ctx))
+LBS_TP(sched_switch, h_switch(ts, ctx))
+LBS_TP(sched_waking, h_waking(ts, ctx))
+LBS_TP(sched_wakeup, h_wakeup(ts, ctx))
+LBS_TP(sched_wakeup_new, h_wakeup_new(ts, ctx))
+LBS_TP(sched_migrate_task, h_migrate(ts, ctx))
+LBS_TP(sched_update_nr_running_tp, h_nr_running(ts, ctx))
+LBS_TP(pelt_cfs_tp, h_pelt_cfs(ts, ctx))
+LBS_TP(sched_cpu_capacity_tp, h_capacity(ts, ctx))
+LBS_TP(softirq_entry, h_softirq(ts, ctx, true))
+LBS_TP(softirq_exit, h_softirq(ts, ctx, false))
+LBS_TP(sched_move_numa, h_move_numa(ts, ctx))
+LBS_TP(sched_swap_numa, h_swap_numa(ts, ctx))
+LBS_TP(sched_stick_numa, h_stick_numa(ts, ctx))
+LBS_TP(sched_process_exec, h_exec(ts, ctx))
+LBS_TP(sched_process_exit, h_exit(ts, ctx))

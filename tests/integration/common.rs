@@ -146,6 +146,14 @@ impl Workload {
     }
 }
 
+impl Drop for Workload {
+    fn drop(&mut self) {
+        // A failed test must not leave its workload running into the next one.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn wait_line(rx: &std::sync::mpsc::Receiver<String>, prefix: &str, timeout: Duration) -> String {
     let end = Instant::now() + timeout;
     loop {
@@ -162,8 +170,8 @@ fn wait_line(rx: &std::sync::mpsc::Receiver<String>, prefix: &str, timeout: Dura
 pub struct Tracer {
     pub name: String,
     child: Child,
-    out: std::thread::JoinHandle<String>,
-    err: std::thread::JoinHandle<String>,
+    out: Option<std::thread::JoinHandle<String>>,
+    err: Option<std::thread::JoinHandle<String>>,
     err_lines: std::sync::mpsc::Receiver<String>,
     out_lines: std::sync::mpsc::Receiver<String>,
 }
@@ -200,8 +208,8 @@ impl Tracer {
         let t = Tracer {
             name: name.to_string(),
             child,
-            out,
-            err,
+            out: Some(out),
+            err: Some(err),
             err_lines: erx,
             out_lines: orx,
         };
@@ -243,8 +251,24 @@ impl Tracer {
             }
             std::thread::sleep(Duration::from_millis(20));
         };
-        let out = self.out.join().unwrap();
-        let err = self.err.join().unwrap();
+        let out = self
+            .out
+            .take()
+            .map(|h| h.join().unwrap())
+            .unwrap_or_default();
+        let err = self
+            .err
+            .take()
+            .map(|h| h.join().unwrap())
+            .unwrap_or_default();
         (status.success(), out, err)
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        // A failed test must not leave perf, bpftrace or runqlat attached.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -37,25 +37,6 @@ fn count_of(v: &Value, path: &[&str]) -> u64 {
     cur.as_u64().unwrap_or(0)
 }
 
-/// `perf script` lines of sched_migrate_task: (pid, orig, dest).
-fn perf_migrations(data: &str) -> Vec<(u32, u32, u32)> {
-    let out = Command::new(require_tool("perf", "linux-perf"))
-        .args(["script", "-i", data, "-F", "trace"])
-        .output()
-        .expect("perf script runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .filter_map(|l| {
-            let field = |k: &str| {
-                l.split_whitespace()
-                    .find_map(|w| w.strip_prefix(k))
-                    .and_then(|v| v.parse::<u32>().ok())
-            };
-            Some((field("pid=")?, field("orig_cpu=")?, field("dest_cpu=")?))
-        })
-        .collect()
-}
-
 /// bpftrace output of `@m[pid, kstack] = count()`: (pid, frames, count).
 fn bpftrace_stacks(out: &str) -> Vec<(u32, Vec<String>, u64)> {
     let mut v = Vec::new();
@@ -79,85 +60,111 @@ fn bpftrace_stacks(out: &str) -> Vec<(u32, Vec<String>, u64)> {
     v
 }
 
-#[test]
-fn migrations_match_perf_and_bpftrace_reasons() {
-    let Some(_g) = live_guard() else { return };
-    ensure_tracefs();
-    let comm = unique_comm("lbsmig");
-    let mut wl_cmd = example("pingpong");
-    wl_cmd.args([
-        "--comm",
-        &comm,
-        "--pairs",
-        "3",
-        "--rounds",
-        "20000",
-        "--spinners",
-        "1",
-    ]);
+/// A gated `wakeup_storm` run traced by lbscope (`--comm`) and one reference tool.
+/// Returns lbscope's final interval, the reference's stdout, and the workload's tids.
+fn migration_run(
+    comm: &str,
+    reference: Command,
+    ready: Option<&str>,
+    settle: Duration,
+) -> (Value, String, HashSet<u32>) {
+    // Message threads waking workers that think: wakeup placements, periodic, nohz and
+    // newidle balancing all move them on two CPUs.
+    let mut wl_cmd = example("wakeup_storm");
+    wl_cmd.args(["--comm", comm, "--workers", "6", "--think-us", "500"]);
     wl_cmd.args(["--duration-ms", "3000"]);
     let mut wl = Workload::start(wl_cmd);
-
-    let dir = tempdir();
-    let data = format!("{dir}/perf.data");
-    let mut perf = Command::new(require_tool("perf", "linux-perf"));
-    perf.args([
-        "record",
-        "-q",
-        "-e",
-        "sched:sched_migrate_task",
-        "-a",
-        "-o",
-        &data,
-    ]);
-    let perf = Tracer::start("perf", perf, None, Duration::from_secs(2));
-    let mut bt = Command::new(require_tool("bpftrace", "bpftrace"));
-    bt.args([
-        "-e",
-        "tracepoint:sched:sched_migrate_task /args.orig_cpu != args.dest_cpu/ { @m[args.pid, kstack] = count(); }",
-    ]);
-    let bt = Tracer::start(
-        "bpftrace",
-        bt,
-        Some("Attaching"),
-        Duration::from_millis(500),
-    );
+    let reference = Tracer::start("reference", reference, ready, settle);
     let lbs = Tracer::start(
         "lbscope",
-        report_cmd(&["-i", "3600", "--comm", &comm]),
+        report_cmd(&["-i", "3600", "--comm", comm]),
         Some("tracing"),
         Duration::ZERO,
     );
-
     wl.go_and_wait(Duration::from_secs(60));
     std::thread::sleep(Duration::from_millis(300));
     let (ok, out, err) = lbs.interrupt();
     assert!(ok, "lbscope exits 0 on SIGINT: {err}");
-    let (_, bt_out, _) = bt.interrupt();
-    let _ = perf.interrupt();
+    let (_, ref_out, _) = reference.interrupt();
     let tids: HashSet<u32> = wl.tids.iter().copied().collect();
     wl.finish();
-
-    let perf_n = perf_migrations(&data)
-        .into_iter()
-        .filter(|(pid, o, d)| tids.contains(pid) && o != d)
-        .count() as u64;
     let snap = last_json(&out);
-    let total = count_of(&snap, &["migrations", "total"]);
-    let forks = count_of(&snap, &["migrations", "by_reason", "fork"]);
     assert_eq!(
         count_of(&snap, &["migrations", "context_classified"]),
         0,
         "every migration had its stack"
     );
-    assert!(perf_n > 20, "the workload migrated (perf saw {perf_n})");
     assert_eq!(
-        total - forks,
-        perf_n,
+        count_of(&snap, &["migrations", "by_reason", "fork"]),
+        0,
+        "the gated workload created no thread while traced"
+    );
+    (snap, ref_out, tids)
+}
+
+/// perf's own count of the workload's `sched_migrate_task` hits, from a `perf stat`
+/// output file (`-x,`).
+fn perf_stat_count(path: &str) -> u64 {
+    let text = std::fs::read_to_string(path).expect("perf stat wrote its output");
+    text.lines()
+        .find(|l| l.contains("sched:sched_migrate_task"))
+        .and_then(|l| l.split(',').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no count in perf stat output: {text}"))
+}
+
+/// perf counts in the kernel (`perf stat`, the tracepoint filtered to the workload's comm),
+/// so nothing can be dropped between the tracepoint and the count. `perf record` on this
+/// kernel silently drops samples taken in softirq context (nohz and periodic balance
+/// migrations: about 15% of this workload's, with no LOST record), so its sample count is
+/// logged beside, not compared.
+#[test]
+fn migrations_match_perf() {
+    let Some(_g) = live_guard() else { return };
+    ensure_tracefs();
+    let dir = tempdir();
+    let stat_out = format!("{dir}/perf-stat.txt");
+    let comm = unique_comm("lbsmig");
+    let mut perf = Command::new(require_tool("perf", "linux-perf"));
+    perf.args([
+        "stat",
+        "-x,",
+        "-o",
+        &stat_out,
+        "-a",
+        "-e",
+        "sched:sched_migrate_task",
+    ]);
+    perf.args(["--filter", &format!("comm == \"{comm}\"")]);
+    let (snap, _, _) = migration_run(&comm, perf, None, Duration::from_secs(1));
+    let perf_n = perf_stat_count(&stat_out);
+    let total = count_of(&snap, &["migrations", "total"]);
+    eprintln!("perf {perf_n}, lbscope {}", snap["migrations"]);
+    assert!(perf_n > 20, "the workload migrated (perf counted {perf_n})");
+    assert_eq!(
+        total, perf_n,
         "lbscope and perf count the workload's migrations alike"
     );
+}
 
-    // Reasons: bpftrace's kstacks classified by the same table.
+/// Runs apart from perf: a BPF program attached through a perf tracepoint event (as
+/// bpftrace's `tracepoint:` probes are) filters that tracepoint's samples for every perf
+/// user (perf_trace_run_bpf_submit), so perf would undercount beside it.
+#[test]
+fn migration_reasons_match_bpftrace_kstacks() {
+    let Some(_g) = live_guard() else { return };
+    ensure_tracefs();
+    let mut bt = Command::new(require_tool("bpftrace", "bpftrace"));
+    bt.args([
+        "-B",
+        "none",
+        "-e",
+        "tracepoint:sched:sched_migrate_task /args->orig_cpu != args->dest_cpu/ { @m[args->pid, kstack] = count(); }",
+    ]);
+    let comm = unique_comm("lbsrsn");
+    let (snap, bt_out, tids) =
+        migration_run(&comm, bt, Some("Attaching"), Duration::from_millis(500));
+    // bpftrace's kstacks classified by the same table.
     let mut expected: BTreeMap<&str, u64> = BTreeMap::new();
     for (pid, frames, n) in bpftrace_stacks(&bt_out) {
         if !tids.contains(&pid) {
@@ -166,10 +173,17 @@ fn migrations_match_perf_and_bpftrace_reasons() {
         let r = lbscope::reason::classify_frames(&frames).nominal();
         *expected.entry(r.name()).or_default() += n;
     }
+    let bt_total: u64 = expected.values().sum();
+    eprintln!(
+        "bpftrace {bt_total} {expected:?}, lbscope {}",
+        snap["migrations"]
+    );
+    assert!(
+        bt_total > 20,
+        "the workload migrated (bpftrace saw {bt_total})"
+    );
+    assert_eq!(count_of(&snap, &["migrations", "total"]), bt_total);
     for r in Reason::ALL {
-        if r == Reason::Fork {
-            continue;
-        }
         let ours = count_of(&snap, &["migrations", "by_reason", r.name()]);
         let theirs = expected.get(r.name()).copied().unwrap_or(0);
         assert_eq!(
@@ -179,7 +193,6 @@ fn migrations_match_perf_and_bpftrace_reasons() {
             r.name()
         );
     }
-    eprintln!("perf {perf_n} migrations; reasons {expected:?}");
 }
 
 /// runqlat's histogram: slot lower bound -> count.
@@ -209,23 +222,20 @@ fn runqlat_hist(out: &str) -> BTreeMap<u64, u64> {
 fn runqlat_matches_libbpf_tools() {
     let Some(_g) = live_guard() else { return };
     let comm = unique_comm("lbslat");
-    let mut wl_cmd = example("pingpong");
-    wl_cmd.args([
-        "--comm",
-        &comm,
-        "--pairs",
-        "2",
-        "--rounds",
-        "20000",
-        "--spinners",
-        "1",
-    ]);
-    wl_cmd.args(["--duration-ms", "3000"]);
+    // Sleepers waking beside a CPU hog: latencies from microseconds to a tick, not piled on
+    // one bucket edge.
+    let mut wl_cmd = example("mixed");
+    wl_cmd.args(["--comm", &comm, "--cpu-threads", "1", "--io-threads", "4"]);
+    wl_cmd.args(["--sleep-us", "200", "--duration-ms", "3000"]);
     let mut wl = Workload::start(wl_cmd);
     let pid = wl.pid.to_string();
 
-    let mut rq = Command::new(require_tool("runqlat", "libbpf-tools"));
-    rq.args(["-p", &pid]);
+    // runqlat attaches first: programs on one tracepoint run in attach order, so the
+    // reference's timestamps are not delayed by lbscope's handlers. (Each tool's handlers
+    // delay the other's clock reads by a few hundred ns; the order decides which one.)
+    // stdbuf: runqlat's "Tracing ..." line must not sit in a pipe buffer.
+    let mut rq = Command::new("stdbuf");
+    rq.args(["-oL", &require_tool("runqlat", "libbpf-tools"), "-p", &pid]);
     let rq = Tracer::start("runqlat", rq, Some("Tracing"), Duration::from_millis(200));
     let lbs = Tracer::start(
         "lbscope",
