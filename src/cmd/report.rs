@@ -1,14 +1,10 @@
 //! `lbscope report`: the live kernel through the analyzer into text or JSON lines.
 
-use super::pipeline;
 use super::CmdError;
-use crate::analyze::{Analyzer, AnalyzerConfig, Filter};
+use crate::analyze::Filter;
 use crate::cli::{FilterArgs, ReportArgs};
 use crate::cpuset::CpuSet;
 use crate::topology::Topology;
-use std::io::Write;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 /// Turns the filter flags into an analyzer filter, checking them against the machine.
 pub fn build_filter(f: &FilterArgs, topo: &Topology, live: bool) -> Result<Filter, CmdError> {
@@ -60,7 +56,12 @@ pub fn interval_ns(secs: f64) -> Result<u64, CmdError> {
 /// Runs `lbscope report`.
 #[cfg(feature = "bpf")]
 pub fn run(args: &ReportArgs) -> Result<(), CmdError> {
+    use super::pipeline;
+    use crate::analyze::{Analyzer, AnalyzerConfig};
     use crate::source::live::{clock, LiveConfig, LiveSource};
+    use std::io::Write;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
     let interval_ns = interval_ns(args.interval)?;
     if args.count == Some(0) {
         return Err(CmdError::Usage("-c 0: the count is at least 1".into()));
