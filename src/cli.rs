@@ -42,6 +42,24 @@ README (\"JSON output\")."
     /// and balancer hooks load, and the topology. Every problem says what to do.
     #[command(after_help = "Example:\n  sudo lbscope doctor")]
     Doctor(DoctorArgs),
+    /// Print a shell completion script (the files in completions/ are made by this).
+    #[command(
+        after_help = "Examples:\n  lbscope completions bash > /etc/bash_completion.d/lbscope\n  \
+lbscope completions zsh > ~/.zfunc/_lbscope\n  lbscope completions fish > ~/.config/fish/completions/lbscope.fish"
+    )]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// The completion script for `shell`, as `lbscope completions` prints it.
+pub fn completion_script(shell: clap_complete::Shell) -> Vec<u8> {
+    use clap::CommandFactory;
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "lbscope", &mut out);
+    out
 }
 
 /// Which tasks and CPUs a report covers.

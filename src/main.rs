@@ -15,6 +15,14 @@ fn main() {
     let result = match &cli.command {
         Command::Report(a) => cmd::report::run(a).map(|()| true),
         Command::Doctor(a) => cmd::doctor::run(a),
+        Command::Completions { shell } => {
+            use std::io::Write;
+            let script = lbscope::cli::completion_script(*shell);
+            std::io::stdout()
+                .write_all(&script)
+                .map(|()| true)
+                .map_err(CmdError::Io)
+        }
     };
     let code = match result {
         Ok(true) => 0,

@@ -130,3 +130,21 @@ fn doctor_reports_this_machine() {
         assert!(items.contains(&want), "{want} in doctor: {items:?}");
     }
 }
+
+#[test]
+fn completions_are_current() {
+    use clap_complete::Shell;
+    for (shell, file) in [
+        (Shell::Bash, "lbscope.bash"),
+        (Shell::Zsh, "_lbscope"),
+        (Shell::Fish, "lbscope.fish"),
+    ] {
+        let want = lbscope::cli::completion_script(shell);
+        let path = format!("{}/completions/{file}", env!("CARGO_MANIFEST_DIR"));
+        let have = std::fs::read(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "{path} is stale: regenerate with `lbscope completions {shell} > {path}`"
+        );
+    }
+}

@@ -1,0 +1,50 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_lbscope_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_lbscope_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_lbscope_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_lbscope_using_subcommand
+    set -l cmd (__fish_lbscope_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c lbscope -n "__fish_lbscope_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lbscope -n "__fish_lbscope_needs_command" -s V -l version -d 'Print version'
+complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "report" -d 'Print run-queue latency, migrations by reason and level, and idle-while-others-wait, per interval, from the live kernel'
+complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "doctor" -d 'Check what this machine allows: kernel, BTF, lockdown, privileges, which tracepoints and balancer hooks load, and the topology. Every problem says what to do'
+complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "completions" -d 'Print a shell completion script (the files in completions/ are made by this)'
+complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s i -l interval -d 'Interval length in seconds (fractions allowed)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s c -l count -d 'Stop after this many intervals (default: until Ctrl-C)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s p -l pid -d 'Only this process (all its threads)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l ringbuf-mb -d 'Ring buffer size in MiB (a power of two). Larger loses fewer events under bursts' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l attach -d 'How to attach the tracepoint programs' -r -f -a "auto\t'tp_btf, and raw_tp if the kernel refuses tp_btf'
+tp-btf\t'BTF-typed tracepoints only'
+raw-tp\t'Raw tracepoints only'"
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l json -d 'One JSON object per interval, one per line'
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lbscope -n "__fish_lbscope_using_subcommand doctor" -l json -d 'Print the findings as one JSON object'
+complete -c lbscope -n "__fish_lbscope_using_subcommand doctor" -s h -l help -d 'Print help'
+complete -c lbscope -n "__fish_lbscope_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report doctor completions help" -f -a "report" -d 'Print run-queue latency, migrations by reason and level, and idle-while-others-wait, per interval, from the live kernel'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report doctor completions help" -f -a "doctor" -d 'Check what this machine allows: kernel, BTF, lockdown, privileges, which tracepoints and balancer hooks load, and the topology. Every problem says what to do'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report doctor completions help" -f -a "completions" -d 'Print a shell completion script (the files in completions/ are made by this)'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report doctor completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
