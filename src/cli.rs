@@ -38,6 +38,29 @@ Ctrl-C or SIGTERM print the interval so far and exit 0. The JSON fields are docu
 README (\"JSON output\")."
     )]
     Report(ReportArgs),
+    /// Record every event the analyzer needs to a file, for `report`, `diff` and `export`
+    /// later, on any machine.
+    #[command(
+        after_help = "Examples:\n  sudo lbscope record -o before.lbs --duration 30\n  \
+sudo lbscope record -o run.lbs                 until Ctrl-C\n  lbscope report run.lbs\n\n\
+The recording holds the whole machine: filter when reporting (-p, --comm, --cpus). It is \
+written in checksummed chunks at least once a second, so a crash or kill -9 loses at most the \
+last second. Ctrl-C or SIGTERM finish the file cleanly. Files are created mode 0600."
+    )]
+    Record(RecordArgs),
+    /// Compare two recordings: run-queue latency, migrations by reason and level,
+    /// idle-while-others-wait and lost events, with whether each change is beyond the noise.
+    #[command(after_help = "Examples:\n  lbscope diff before.lbs after.lbs\n  \
+lbscope diff eevdf.lbs scx.lbs --json\n\n\
+Noise: each change carries a 95% bootstrap interval over the recordings' intervals (-i); \
+`*` marks changes whose interval excludes zero. Record at least a few intervals per run.")]
+    Diff(DiffArgs),
+    /// Convert a recording for other tools: Perfetto (ui.perfetto.dev) or JSON lines.
+    #[command(
+        after_help = "Examples:\n  lbscope export run.lbs --perfetto run.pftrace\n  \
+lbscope export run.lbs --jsonl - | head"
+    )]
+    Export(ExportArgs),
     /// Check what this machine allows: kernel, BTF, lockdown, privileges, which tracepoints
     /// and balancer hooks load, and the topology. Every problem says what to do.
     #[command(after_help = "Example:\n  sudo lbscope doctor")]
@@ -91,6 +114,18 @@ pub struct CollectArgs {
 /// `lbscope report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
+    /// A recording to report on, instead of the live kernel. Prints exactly what the live
+    /// report printed over the same events.
+    #[arg(value_name = "FILE")]
+    pub file: Option<std::path::PathBuf>,
+    /// Also record every event to this file while reporting live (see `lbscope record`).
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        conflicts_with = "file"
+    )]
+    pub output: Option<std::path::PathBuf>,
     /// Interval length in seconds (fractions allowed).
     #[arg(short = 'i', long, value_name = "SECS", default_value_t = 1.0)]
     pub interval: f64,
@@ -104,6 +139,56 @@ pub struct ReportArgs {
     pub filter: FilterArgs,
     #[command(flatten)]
     pub collect: CollectArgs,
+}
+
+/// `lbscope record`.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// The recording to write (created 0600; an existing file is replaced, a symlink refused).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: std::path::PathBuf,
+    /// Stop after this many seconds (default: until Ctrl-C).
+    #[arg(short = 'd', long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// No progress line on stderr.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub collect: CollectArgs,
+}
+
+/// `lbscope diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The baseline recording.
+    #[arg(value_name = "BASELINE")]
+    pub baseline: std::path::PathBuf,
+    /// The recording to compare with it.
+    #[arg(value_name = "NEW")]
+    pub new: std::path::PathBuf,
+    /// Interval length in seconds the noise estimate resamples.
+    #[arg(short = 'i', long, value_name = "SECS", default_value_t = 1.0)]
+    pub interval: f64,
+    /// The comparison as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+/// `lbscope export`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("format").required(true).args(["perfetto", "jsonl"])))]
+pub struct ExportArgs {
+    /// The recording.
+    #[arg(value_name = "FILE")]
+    pub file: std::path::PathBuf,
+    /// Write a Perfetto trace here.
+    #[arg(long, value_name = "OUT")]
+    pub perfetto: Option<std::path::PathBuf>,
+    /// Write one JSON event per line here (`-` for stdout).
+    #[arg(long, value_name = "OUT")]
+    pub jsonl: Option<std::path::PathBuf>,
 }
 
 /// `lbscope doctor`.

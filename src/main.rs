@@ -1,5 +1,6 @@
 //! The `lbscope` binary: parse the command line, dispatch, map errors to exit codes
-//! (0 success, 1 failure, 2 bad usage; a closed output pipe exits 0).
+//! (0 success, 1 failure, 2 bad usage, 3 results over a damaged recording; a closed output
+//! pipe exits 0).
 
 use clap::Parser;
 use lbscope::cli::{Cli, Command};
@@ -15,6 +16,9 @@ fn main() {
     let result = match &cli.command {
         Command::Report(a) => cmd::report::run(a).map(|()| true),
         Command::Doctor(a) => cmd::doctor::run(a),
+        Command::Record(a) => cmd::record::run(a).map(|()| true),
+        Command::Diff(a) => cmd::diff::run(a).map(|()| true),
+        Command::Export(_a) => todo!(),
         Command::Completions { shell } => {
             use std::io::Write;
             let script = lbscope::cli::completion_script(*shell);
@@ -32,6 +36,7 @@ fn main() {
             eprintln!("lbscope: {e}");
             match e {
                 CmdError::Usage(_) => 2,
+                CmdError::Incomplete(_) => 3,
                 _ => 1,
             }
         }

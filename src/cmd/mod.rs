@@ -1,8 +1,11 @@
 //! Subcommand implementations: each wires a source, the analyzer and a sink. `pipeline` is
 //! the one loop they share.
 
+pub mod diff;
 pub mod doctor;
+//TMP pub mod export;
 pub mod pipeline;
+pub mod record;
 pub mod report;
 
 /// Errors that end a command; `main` prints them and picks the exit code.
@@ -17,6 +20,12 @@ pub enum CmdError {
     /// The machine's topology could not be read (exit 1).
     #[error(transparent)]
     Topology(#[from] crate::topology::TopologyError),
+    /// A recording could not be read or written (exit 1).
+    #[error(transparent)]
+    Record(#[from] crate::record::RecordError),
+    /// The command ran, but over incomplete input: a damaged recording (exit 3).
+    #[error("{0}")]
+    Incomplete(String),
     /// Writing output failed (a closed pipe is not an error: see `main`).
     #[error("writing output: {0}")]
     Io(#[from] std::io::Error),

@@ -21,13 +21,15 @@ pub enum Ended {
 
 /// Runs until `count` snapshots were emitted, `stop` is set, or the source ends.
 /// `request_stop` is called once when the run wants the source to stop; the loop then keeps
-/// receiving until the source's `End`, so nothing already collected is lost.
+/// receiving until the source's `End`, so nothing already collected is lost. `tee` sees every
+/// batch before the analyzer does (the recorder), including those after the count was reached.
 pub fn run(
     rx: &Receiver<SourceMsg>,
     analyzer: &mut Analyzer,
     count: Option<u64>,
     stop: &AtomicBool,
     request_stop: &mut dyn FnMut(),
+    tee: &mut dyn FnMut(&[crate::event::Event]) -> std::io::Result<()>,
     sink: &mut dyn FnMut(&Snapshot) -> std::io::Result<()>,
     warn: &mut dyn FnMut(&str),
 ) -> std::io::Result<Ended> {
@@ -46,6 +48,7 @@ pub fn run(
         };
         match msg {
             SourceMsg::Batch(events) => {
+                tee(&events)?;
                 if stopping == Some(Ended::Count) {
                     continue;
                 }

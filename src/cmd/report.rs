@@ -1,10 +1,14 @@
 //! `lbscope report`: the live kernel through the analyzer into text or JSON lines.
 
-use super::CmdError;
-use crate::analyze::Filter;
+use super::{pipeline, CmdError};
+use crate::analyze::{Analyzer, AnalyzerConfig, Filter, Snapshot};
 use crate::cli::{FilterArgs, ReportArgs};
 use crate::cpuset::CpuSet;
+use crate::source::file::FileSource;
 use crate::topology::Topology;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// Turns the filter flags into an analyzer filter, checking them against the machine.
 pub fn build_filter(f: &FilterArgs, topo: &Topology, live: bool) -> Result<Filter, CmdError> {
@@ -53,34 +57,133 @@ pub fn interval_ns(secs: f64) -> Result<u64, CmdError> {
     Ok((secs * 1e9) as u64)
 }
 
-/// Runs `lbscope report`.
-#[cfg(feature = "bpf")]
-pub fn run(args: &ReportArgs) -> Result<(), CmdError> {
-    use super::pipeline;
-    use crate::analyze::{Analyzer, AnalyzerConfig};
-    use crate::source::live::{clock, LiveConfig, LiveSource};
-    use std::io::Write;
-    use std::sync::atomic::AtomicBool;
-    use std::sync::Arc;
-    let interval_ns = interval_ns(args.interval)?;
-    if args.count == Some(0) {
-        return Err(CmdError::Usage("-c 0: the count is at least 1".into()));
-    }
-    let mb = args.collect.ringbuf_mb;
+/// Validates `--ringbuf-mb` and returns bytes.
+pub fn ringbuf_bytes(mb: u32) -> Result<u32, CmdError> {
     if !mb.is_power_of_two() || mb > 1024 {
         return Err(CmdError::Usage(format!(
             "--ringbuf-mb {mb}: a power of two from 1 to 1024"
         )));
     }
-    let topo = Topology::detect()?;
-    let filter = build_filter(&args.filter, &topo, true)?;
+    Ok(mb << 20)
+}
+
+/// (tracepoint, attach kind) pairs for a recording header.
+#[cfg(feature = "bpf")]
+pub fn probe_names(r: &crate::source::live::ProbeReport) -> Vec<(String, String)> {
+    use crate::source::live::ProbeState;
+    r.tracepoints
+        .iter()
+        .map(|(tp, s)| {
+            let k = match s {
+                ProbeState::TpBtf => "tp_btf".to_string(),
+                ProbeState::RawTp => "raw_tp".to_string(),
+                ProbeState::Missing => "missing".to_string(),
+                ProbeState::Failed(e) => format!("failed: {e}"),
+            };
+            (tp.clone(), k)
+        })
+        .collect()
+}
+
+/// Prints snapshots as text or JSON lines.
+fn printer<'a>(
+    json: bool,
+    topo: &'a Topology,
+    clock_base_ns: i64,
+    out: &'a mut impl std::io::Write,
+) -> impl FnMut(&Snapshot) -> std::io::Result<()> + 'a {
+    move |s: &Snapshot| {
+        if json {
+            crate::output::json::render_json(s, out)?;
+        } else {
+            crate::output::text::render_text(s, topo, clock_base_ns, out)?;
+        }
+        out.flush()
+    }
+}
+
+/// Runs `lbscope report`.
+pub fn run(args: &ReportArgs) -> Result<(), CmdError> {
+    let interval_ns = interval_ns(args.interval)?;
+    if args.count == Some(0) {
+        return Err(CmdError::Usage("-c 0: the count is at least 1".into()));
+    }
+    match &args.file {
+        Some(path) => run_file(args, path, interval_ns),
+        None => run_live(args, interval_ns),
+    }
+}
+
+/// A stop flag raised by SIGINT and SIGTERM.
+pub fn stop_on_signals() -> Result<Arc<AtomicBool>, CmdError> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
     }
+    Ok(stop)
+}
+
+/// Turns a recording's damage into the command's outcome: the results stand, the exit code
+/// says they are incomplete.
+pub fn damage_outcome(path: &Path, d: &crate::record::Damage) -> Result<(), CmdError> {
+    if d.is_clean() {
+        return Ok(());
+    }
+    for m in &d.messages {
+        eprintln!("lbscope: {}: {m}", path.display());
+    }
+    Err(CmdError::Incomplete(format!(
+        "{}: damaged recording: {} chunk(s), {} bytes skipped{}; the figures above cover the readable chunks",
+        path.display(),
+        d.skipped_chunks,
+        d.skipped_bytes,
+        if d.truncated_tail { ", truncated at the end" } else { "" }
+    )))
+}
+
+fn run_file(args: &ReportArgs, path: &Path, interval_ns: u64) -> Result<(), CmdError> {
+    let src = FileSource::open(path)?;
+    let topo = src.header.topology.clone();
+    let filter = build_filter(&args.filter, &topo, false)?;
+    let mut analyzer = Analyzer::new(
+        topo.clone(),
+        AnalyzerConfig {
+            interval_ns,
+            filter,
+        },
+    );
+    let stop = stop_on_signals()?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let base = src.header.clock_base_ns;
+    let mut sink = printer(args.json, &topo, base, &mut out);
+    pipeline::run(
+        &src.rx,
+        &mut analyzer,
+        args.count,
+        &stop,
+        &mut || {},
+        &mut |_| Ok(()),
+        &mut sink,
+        &mut |w| eprintln!("lbscope: warning: {w}"),
+    )?;
+    drop(sink);
+    damage_outcome(path, &src.damage())
+}
+
+#[cfg(feature = "bpf")]
+fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
+    use crate::source::live::{clock, LiveConfig, LiveSource, ProbeState};
+    let ringbuf_bytes = ringbuf_bytes(args.collect.ringbuf_mb)?;
+    let topo = Topology::detect()?;
+    let filter = build_filter(&args.filter, &topo, true)?;
+    if let Some(o) = &args.output {
+        super::record::check_output(o)?;
+    }
+    let stop = stop_on_signals()?;
     let (tx, rx) = std::sync::mpsc::channel();
     let cfg = LiveConfig {
-        ringbuf_bytes: mb << 20,
+        ringbuf_bytes,
         attach: args.collect.attach,
         ..LiveConfig::default()
     };
@@ -91,11 +194,19 @@ pub fn run(args: &ReportArgs) -> Result<(), CmdError> {
         .tracepoints
         .iter()
         .find_map(|(_, s)| match s {
-            crate::source::live::ProbeState::TpBtf => Some("tp_btf"),
-            crate::source::live::ProbeState::RawTp => Some("raw_tp"),
+            ProbeState::TpBtf => Some("tp_btf"),
+            ProbeState::RawTp => Some("raw_tp"),
             _ => None,
         })
         .unwrap_or("none");
+    let base = clock::realtime_offset_ns();
+    let mut tee = match &args.output {
+        Some(o) => {
+            let h = super::record::header(&topo, probe_names(&source.report), base);
+            Some(super::record::Tee::create(o, &h, false)?)
+        }
+        None => None,
+    };
     eprintln!(
         "lbscope: tracing {} tracepoints ({mode}) on {} CPUs; Ctrl-C to stop",
         attached.len(),
@@ -104,7 +215,6 @@ pub fn run(args: &ReportArgs) -> Result<(), CmdError> {
     if !source.report.kallsyms {
         eprintln!("lbscope: warning: /proc/kallsyms gave no addresses: migration reasons fall back to context rules");
     }
-    let base = clock::realtime_offset_ns();
     let mut analyzer = Analyzer::new(
         topo.clone(),
         AnalyzerConfig {
@@ -114,30 +224,30 @@ pub fn run(args: &ReportArgs) -> Result<(), CmdError> {
     );
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let json = args.json;
-    let mut sink = |s: &crate::analyze::Snapshot| -> std::io::Result<()> {
-        if json {
-            crate::output::json::render_json(s, &mut out)?;
-        } else {
-            crate::output::text::render_text(s, &topo, base, &mut out)?;
-        }
-        out.flush()
-    };
+    let mut sink = printer(args.json, &topo, base, &mut out);
     let mut request_stop = || source.stop_async();
+    let mut tee_batch = |b: &[crate::event::Event]| match &mut tee {
+        Some(t) => t.write(b),
+        None => Ok(()),
+    };
     pipeline::run(
         &rx,
         &mut analyzer,
         args.count,
         &stop,
         &mut request_stop,
+        &mut tee_batch,
         &mut sink,
         &mut |w| eprintln!("lbscope: warning: {w}"),
     )?;
+    if let Some(t) = tee {
+        t.finish()?;
+    }
     Ok(())
 }
 
 /// Without BPF support there is no live source.
 #[cfg(not(feature = "bpf"))]
-pub fn run(_args: &ReportArgs) -> Result<(), CmdError> {
+fn run_live(_args: &ReportArgs, _interval_ns: u64) -> Result<(), CmdError> {
     Err(crate::source::SourceError::NoBpf.into())
 }

@@ -2,6 +2,7 @@
 //! JSON lines for programs (`json`). Sinks are thin: no state of their own beyond what is
 //! passed in, no analysis.
 
+pub mod diff_text;
 pub mod json;
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,7 @@
 //! Sources of [`Event`]s: the live kernel (feature `bpf`) and, later, recordings. Every source
 //! feeds the same channel of [`SourceMsg`]s, so nothing downstream knows where events came from.
 
+pub mod file;
 #[cfg(feature = "bpf")]
 pub mod live;
 

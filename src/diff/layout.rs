@@ -1,0 +1,287 @@
+//! The shared shape of two runs: which rows the diff has (reasons, levels and domains of
+//! either run) and a dense vector of additive counts per interval laid out the same way for
+//! both runs, so that summing intervals and evaluating a row is index arithmetic.
+//!
+//! Invariant: every row is a function of a [`Dense`] sum of intervals only; a resample of
+//! intervals therefore evaluates exactly like the whole run.
+
+use super::run::{IntervalFigures, RunSummary};
+use super::section;
+use super::stats::log2_quantile_us;
+use crate::analyze::{reason_names, LOG2_SLOTS};
+use crate::cpuset::CpuSet;
+use std::collections::{BTreeSet, HashMap};
+
+// Fixed slots of a dense vector; the run-dependent ones follow `LOG2 + LOG2_SLOTS`.
+const LEN: usize = 0;
+const ONE: usize = 1;
+const COUNT: usize = 2;
+const LOST: usize = 3;
+const MIGR: usize = 4;
+const LOG2: usize = 5;
+const FIXED: usize = LOG2 + LOG2_SLOTS;
+
+/// Additive counts of a set of intervals, plus the largest latency among them.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Dense {
+    pub sums: Vec<u64>,
+    pub max_us: f64,
+}
+
+impl Dense {
+    fn zero(width: usize) -> Dense {
+        Dense {
+            sums: vec![0; width],
+            max_us: 0.0,
+        }
+    }
+
+    /// Adds the intervals of `o`.
+    pub fn add(&mut self, o: &Dense) {
+        for (a, b) in self.sums.iter_mut().zip(&o.sums) {
+            *a += b;
+        }
+        self.max_us = self.max_us.max(o.max_us);
+    }
+}
+
+/// How a row is computed from a [`Dense`] sum.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Kind {
+    /// Total length, seconds.
+    DurationS,
+    /// Number of intervals.
+    Intervals,
+    /// Run-queue latency at this permille, us.
+    Quantile(u64),
+    /// Exact largest run-queue latency, us.
+    Max,
+    /// A count summed over the run.
+    Total(usize),
+    /// A count per second of run.
+    Rate(usize),
+    /// Nanoseconds of a slot as a percentage of the run's length.
+    Pct(usize),
+}
+
+impl Kind {
+    /// The row's value for a sum of intervals.
+    pub fn eval(self, d: &Dense) -> f64 {
+        let len = d.sums[LEN];
+        match self {
+            Kind::DurationS => len as f64 / 1e9,
+            Kind::Intervals => d.sums[ONE] as f64,
+            Kind::Quantile(q) => log2_quantile_us(&d.sums[LOG2..FIXED], d.max_us, q),
+            Kind::Max => d.max_us,
+            Kind::Total(i) => d.sums[i] as f64,
+            Kind::Rate(i) if len > 0 => d.sums[i] as f64 * 1e9 / len as f64,
+            Kind::Pct(i) if len > 0 => d.sums[i] as f64 * 100.0 / len as f64,
+            Kind::Rate(_) | Kind::Pct(_) => 0.0,
+        }
+    }
+
+    /// Whether intervals vary in this figure: describes the run's shape otherwise (length,
+    /// interval count), which has no noise to estimate.
+    pub fn has_noise(self) -> bool {
+        !matches!(self, Kind::DurationS | Kind::Intervals)
+    }
+}
+
+/// One row of the diff.
+#[derive(Clone, Debug)]
+pub(super) struct RowDef {
+    pub section: &'static str,
+    pub metric: String,
+    pub kind: Kind,
+}
+
+/// The rows and the dense layout shared by two runs.
+#[derive(Debug)]
+pub(super) struct Layout {
+    reasons: Vec<String>,
+    levels: Vec<String>,
+    /// Domains present in both runs, in the baseline's order.
+    domains: Vec<(String, CpuSet)>,
+    domain_index: HashMap<(String, CpuSet), usize>,
+    /// Domains of one run only, by run (baseline, new), as "level span".
+    pub only_in: [Vec<String>; 2],
+}
+
+/// Keys of `maps` with a non-zero count in some interval, ordered by `order` first, the rest
+/// alphabetically.
+fn keys_in_order<'a>(
+    runs: [&'a RunSummary; 2],
+    get: impl Fn(&'a IntervalFigures) -> &'a std::collections::BTreeMap<String, u64>,
+    order: &[String],
+) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    for r in runs {
+        for iv in &r.intervals {
+            for (k, v) in get(iv) {
+                if *v != 0 {
+                    seen.insert(k.clone());
+                }
+            }
+        }
+    }
+    let mut out: Vec<String> = order
+        .iter()
+        .filter(|k| seen.contains(*k))
+        .cloned()
+        .collect();
+    out.extend(seen.into_iter().filter(|k| !order.contains(k)));
+    out
+}
+
+/// Domains of a run in first-seen order.
+fn domains_of(r: &RunSummary) -> Vec<(String, CpuSet)> {
+    let mut out: Vec<(String, CpuSet)> = Vec::new();
+    for iv in &r.intervals {
+        for d in &iv.idle {
+            let k = (d.level.clone(), d.span);
+            if !out.contains(&k) {
+                out.push(k);
+            }
+        }
+    }
+    out
+}
+
+/// "llc 0-7".
+pub(super) fn domain_name(level: &str, span: &CpuSet) -> String {
+    format!("{level} {span}")
+}
+
+impl Layout {
+    /// The rows two runs share.
+    pub fn new(a: &RunSummary, b: &RunSummary) -> Layout {
+        let reason_order: Vec<String> = reason_names().map(str::to_string).collect();
+        let reasons = keys_in_order([a, b], |iv| &iv.by_reason, &reason_order);
+        let mut level_order = a.level_order.clone();
+        for l in &b.level_order {
+            if !level_order.contains(l) {
+                level_order.push(l.clone());
+            }
+        }
+        let levels = keys_in_order([a, b], |iv| &iv.by_level, &level_order);
+        let (da, db) = (domains_of(a), domains_of(b));
+        let domains: Vec<(String, CpuSet)> =
+            da.iter().filter(|d| db.contains(d)).cloned().collect();
+        let only = |x: &[(String, CpuSet)], y: &[(String, CpuSet)]| {
+            x.iter()
+                .filter(|d| !y.contains(d))
+                .map(|(l, s)| domain_name(l, s))
+                .collect::<Vec<_>>()
+        };
+        let only_in = [only(&da, &db), only(&db, &da)];
+        let domain_index = domains
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.clone(), i))
+            .collect();
+        Layout {
+            reasons,
+            levels,
+            domains,
+            domain_index,
+            only_in,
+        }
+    }
+
+    fn reason_at(&self, i: usize) -> usize {
+        FIXED + i
+    }
+
+    fn level_at(&self, i: usize) -> usize {
+        FIXED + self.reasons.len() + i
+    }
+
+    fn movable_at(&self, i: usize) -> usize {
+        FIXED + self.reasons.len() + self.levels.len() + i
+    }
+
+    fn pinned_at(&self, i: usize) -> usize {
+        self.movable_at(self.domains.len()) + i
+    }
+
+    fn width(&self) -> usize {
+        self.pinned_at(self.domains.len())
+    }
+
+    /// An empty sum.
+    pub fn zero(&self) -> Dense {
+        Dense::zero(self.width())
+    }
+
+    /// One interval in this layout. Counts outside the layout (a reason zero in both runs,
+    /// a domain of one run only) are dropped: no row reads them.
+    pub fn dense(&self, iv: &IntervalFigures) -> Dense {
+        let mut d = self.zero();
+        d.sums[LEN] = iv.len_ns;
+        d.sums[ONE] = 1;
+        d.sums[COUNT] = iv.runqlat_count;
+        d.sums[LOST] = iv.lost_events;
+        d.sums[MIGR] = iv.migrations_total;
+        for (i, c) in iv.runqlat_log2.iter().take(LOG2_SLOTS).enumerate() {
+            d.sums[LOG2 + i] = *c;
+        }
+        // Slots past the last (another version's wider histogram) belong to the catch-all.
+        d.sums[FIXED - 1] += iv.runqlat_log2.iter().skip(LOG2_SLOTS).sum::<u64>();
+        d.max_us = iv.runqlat_max_us;
+        for (i, r) in self.reasons.iter().enumerate() {
+            d.sums[self.reason_at(i)] = iv.by_reason.get(r).copied().unwrap_or(0);
+        }
+        for (i, l) in self.levels.iter().enumerate() {
+            d.sums[self.level_at(i)] = iv.by_level.get(l).copied().unwrap_or(0);
+        }
+        for dom in &iv.idle {
+            if let Some(&i) = self.domain_index.get(&(dom.level.clone(), dom.span)) {
+                d.sums[self.movable_at(i)] += dom.movable_ns;
+                d.sums[self.pinned_at(i)] += dom.pinned_ns;
+            }
+        }
+        d
+    }
+
+    /// Every row, in display order.
+    pub fn rows(&self) -> Vec<RowDef> {
+        let mut rows = Vec::new();
+        let mut row = |section: &'static str, metric: &str, kind: Kind| {
+            rows.push(RowDef {
+                section,
+                metric: metric.to_string(),
+                kind,
+            })
+        };
+        row(section::RUN, "duration_s", Kind::DurationS);
+        row(section::RUN, "intervals", Kind::Intervals);
+        for (name, q) in [("p50", 500), ("p90", 900), ("p99", 990), ("p99.9", 999)] {
+            row(section::RUNQLAT, name, Kind::Quantile(q));
+        }
+        row(section::RUNQLAT, "max", Kind::Max);
+        row(section::RUNQLAT, "samples", Kind::Total(COUNT));
+        row(section::MIGRATIONS, "total", Kind::Rate(MIGR));
+        for (i, r) in self.reasons.iter().enumerate() {
+            row(section::BY_REASON, r, Kind::Rate(self.reason_at(i)));
+        }
+        for (i, l) in self.levels.iter().enumerate() {
+            row(section::BY_LEVEL, l, Kind::Rate(self.level_at(i)));
+        }
+        for (i, (l, s)) in self.domains.iter().enumerate() {
+            row(
+                section::IDLE_MOVABLE,
+                &domain_name(l, s),
+                Kind::Pct(self.movable_at(i)),
+            );
+        }
+        for (i, (l, s)) in self.domains.iter().enumerate() {
+            row(
+                section::IDLE_PINNED,
+                &domain_name(l, s),
+                Kind::Pct(self.pinned_at(i)),
+            );
+        }
+        row(section::LOST, "total", Kind::Total(LOST));
+        rows
+    }
+}

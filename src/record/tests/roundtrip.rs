@@ -1,0 +1,336 @@
+//! Round trips: every event kind with edge values, timestamps in any order, many chunks.
+
+use super::{read_chunks, tmp, write_bytes};
+use crate::cpuset::{CpuSet, MAX_CPUS};
+use crate::event::{Event, EventKind, MigrateContext, NumaOp, Reason, ReasonSource};
+use crate::record::{codec, Reader, Writer, CHUNK_RAW_TARGET};
+
+/// Every kind, each with small, large and odd values.
+fn edge_events() -> Vec<Event> {
+    let m = u32::MAX;
+    let mut high = CpuSet::new();
+    high.insert(0);
+    high.insert(63);
+    high.insert(64);
+    high.insert(MAX_CPUS - 1);
+    let long_frames: Vec<String> = (0..500)
+        .map(|i| format!("frame_{i}.constprop.{}", i % 7))
+        .collect();
+    let ctx_all = MigrateContext {
+        in_stopper: true,
+        in_hardirq: true,
+        in_sched_softirq: true,
+        in_execve: true,
+        current_idle: true,
+        policy: m,
+    };
+    let mut kinds = vec![
+        EventKind::Switch {
+            prev_pid: m,
+            prev_state: m,
+            next_pid: 0,
+        },
+        EventKind::Switch {
+            prev_pid: 0,
+            prev_state: 0,
+            next_pid: m,
+        },
+        EventKind::Waking {
+            pid: m,
+            prev_cpu: m,
+        },
+        EventKind::Wakeup {
+            pid: 1,
+            target_cpu: m,
+        },
+        EventKind::WakeupNew {
+            pid: m,
+            tgid: m,
+            target_cpu: 1023,
+        },
+        EventKind::Stack {
+            id: m,
+            reason: Reason::Unknown,
+            frames: long_frames,
+        },
+        EventKind::Stack {
+            id: 0,
+            reason: Reason::Wakeup,
+            frames: vec![],
+        },
+        EventKind::Stack {
+            id: 7,
+            reason: Reason::Exec,
+            frames: vec![String::new(), "ünïcødé_✓".into()],
+        },
+        EventKind::NrRunning {
+            rq_cpu: m,
+            nr_running: m,
+        },
+        EventKind::Pelt {
+            rq_cpu: 3,
+            load_avg: u64::MAX,
+            runnable_avg: 0,
+            util_avg: 1 << 63,
+        },
+        EventKind::Capacity {
+            rq_cpu: 0,
+            capacity: u64::MAX,
+        },
+        EventKind::Numa {
+            op: NumaOp::Move,
+            pid: m,
+            src_cpu: i32::MIN,
+            dst_pid: 0,
+            dst_cpu: i32::MAX,
+        },
+        EventKind::Numa {
+            op: NumaOp::Swap,
+            pid: 1,
+            src_cpu: -1,
+            dst_pid: m,
+            dst_cpu: 0,
+        },
+        EventKind::Numa {
+            op: NumaOp::Stick,
+            pid: 2,
+            src_cpu: 5,
+            dst_pid: 3,
+            dst_cpu: -1,
+        },
+        EventKind::Task {
+            pid: m,
+            tgid: m,
+            comm: String::new(),
+            exec: true,
+        },
+        EventKind::Task {
+            pid: 5,
+            tgid: 5,
+            comm: "kworker/u64:1-events_unbound".into(),
+            exec: false,
+        },
+        EventKind::Affinity { pid: m, cpus: high },
+        EventKind::Affinity {
+            pid: 0,
+            cpus: CpuSet::new(),
+        },
+        EventKind::Affinity {
+            pid: 1,
+            cpus: CpuSet::first_n(MAX_CPUS),
+        },
+        EventKind::Exit { pid: m, tgid: 0 },
+        EventKind::Lost { count: u64::MAX },
+        EventKind::Lost { count: 0 },
+        EventKind::Clock,
+    ];
+    for (entry, idle) in [(false, false), (true, false), (false, true), (true, true)] {
+        kinds.push(EventKind::BalanceSoftirq { entry, idle });
+    }
+    for (i, reason) in Reason::ALL.iter().enumerate() {
+        kinds.push(EventKind::Migrate {
+            pid: m - i as u32,
+            src_cpu: m,
+            dst_cpu: i as u32,
+            reason: *reason,
+            source: if i % 2 == 0 {
+                ReasonSource::Stack
+            } else {
+                ReasonSource::Context
+            },
+            stack_id: match i % 3 {
+                0 => None,
+                1 => Some(m),
+                _ => Some(0),
+            },
+            ctx: if i % 2 == 0 {
+                ctx_all
+            } else {
+                MigrateContext::default()
+            },
+        });
+    }
+    // Timestamps jump both ways, across 0 and u64::MAX.
+    let ts = [
+        0,
+        u64::MAX,
+        1,
+        1 << 63,
+        (1 << 63) - 1,
+        5,
+        4,
+        1_000_000_000_000,
+        999_999_999_999,
+    ];
+    kinds
+        .into_iter()
+        .enumerate()
+        .map(|(i, kind)| Event {
+            ts_ns: ts[i % ts.len()].wrapping_add(i as u64 * 3),
+            cpu: if i % 5 == 0 { u32::MAX } else { i as u32 },
+            kind,
+        })
+        .collect()
+}
+
+#[test]
+fn every_kind_round_trips_with_edge_values() {
+    let evs = edge_events();
+    let bytes = write_bytes("edge.lbs", std::slice::from_ref(&evs));
+    let (chunks, d) = read_chunks(bytes);
+    assert!(d.is_clean(), "{d:?}");
+    assert_eq!(chunks, vec![evs.clone()]);
+    // Each event alone too: the first event of a chunk is relative to the chunk's first ts.
+    let singles: Vec<Vec<Event>> = evs.iter().map(|e| vec![e.clone()]).collect();
+    let (chunks, d) = read_chunks(write_bytes("singles.lbs", &singles));
+    assert!(d.is_clean(), "{d:?}");
+    assert_eq!(chunks, singles);
+}
+
+#[test]
+fn decoded_kinds_match_encoder_tags() {
+    // The codec's decode of its own encode, without the file around it.
+    let evs = edge_events();
+    let mut raw = Vec::new();
+    let first = evs[0].ts_ns;
+    let mut prev = first;
+    for e in &evs {
+        codec::encode_event(&mut raw, prev, e);
+        prev = e.ts_ns;
+    }
+    let back = codec::decode_events(&raw, first, evs.len() as u32).unwrap();
+    assert_eq!(back, evs);
+    // One byte short, one event too many, one byte extra: all errors, no panic.
+    assert!(codec::decode_events(&raw[..raw.len() - 1], first, evs.len() as u32).is_err());
+    assert!(codec::decode_events(&raw, first, evs.len() as u32 + 1).is_err());
+    let mut more = raw.clone();
+    more.push(0);
+    assert!(codec::decode_events(&more, first, evs.len() as u32).is_err());
+}
+
+/// A long hackbench-like stream.
+fn stream(n: usize) -> Vec<Event> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut ts = 1_000_000_000u64;
+    (0..n)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Mostly forward, now and then a little back (ring-buffer merge order).
+            ts = if x % 11 == 0 {
+                ts - (x % 3000)
+            } else {
+                ts + (x % 20_000)
+            };
+            let cpu = (x >> 20) as u32 % 64;
+            let pid = 10_000 + (x >> 30) as u32 % 160;
+            let kind = match i % 4 {
+                0 => EventKind::Waking { pid, prev_cpu: cpu },
+                1 => EventKind::Wakeup {
+                    pid,
+                    target_cpu: (cpu + 1) % 64,
+                },
+                2 => EventKind::Switch {
+                    prev_pid: pid,
+                    prev_state: 1,
+                    next_pid: pid + 1,
+                },
+                _ => EventKind::NrRunning {
+                    rq_cpu: cpu,
+                    nr_running: (x % 5) as u32,
+                },
+            };
+            Event {
+                ts_ns: ts,
+                cpu,
+                kind,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn many_chunks_round_trip_and_stats_add_up() {
+    let evs = stream(300_000);
+    let p = tmp("many.lbs");
+    let mut w = Writer::create(&p, &super::header()).unwrap();
+    // Uneven batches, no flush: chunks are sealed by size alone, then by finish.
+    let mut i = 0;
+    let mut k = 1;
+    while i < evs.len() {
+        let j = (i + k * 37).min(evs.len());
+        w.write_events(&evs[i..j]).unwrap();
+        i = j;
+        k = k % 50 + 1;
+    }
+    let mid = w.stats();
+    assert!(mid.chunks >= 2, "{mid:?}");
+    let s = w.finish().unwrap();
+    assert_eq!(s.events, evs.len() as u64);
+    let bytes = std::fs::read(&p).unwrap();
+    assert_eq!(s.bytes, bytes.len() as u64);
+    let offsets = super::chunk_offsets(&bytes);
+    assert_eq!(offsets.len() as u64, s.chunks);
+    let mut r = Reader::open(&p).unwrap();
+    let mut got = Vec::new();
+    let mut n = 0;
+    while let Some(c) = r.next_chunk() {
+        // Every sealed-by-size chunk sits just past the target.
+        n += 1;
+        got.extend(c);
+    }
+    assert!(r.damage().is_clean(), "{:?}", r.damage());
+    assert_eq!(n as u64, s.chunks);
+    assert_eq!(got, evs);
+    assert!(s.chunks as usize >= 300_000 * 5 / CHUNK_RAW_TARGET);
+    eprintln!(
+        "{} events: {} bytes on disk, {:.2} bytes/event",
+        s.events,
+        s.bytes,
+        s.bytes as f64 / s.events as f64
+    );
+    let _ = std::fs::remove_file(&p);
+}
+
+#[test]
+fn dropping_a_writer_keeps_its_buffered_events() {
+    let p = tmp("dropped.lbs");
+    let evs = stream(1000);
+    {
+        let mut w = Writer::create(&p, &super::header()).unwrap();
+        w.write_events(&evs).unwrap();
+        assert_eq!(w.stats().events, 0, "nothing sealed yet");
+    }
+    let (chunks, d) = read_chunks(std::fs::read(&p).unwrap());
+    assert!(d.is_clean());
+    assert_eq!(chunks.concat(), evs);
+    let _ = std::fs::remove_file(&p);
+}
+
+#[test]
+fn header_only_and_empty_writes() {
+    let bytes = write_bytes("header-only.lbs", &[vec![], vec![]]);
+    let mut r = Reader::from_bytes(bytes).unwrap();
+    assert_eq!(r.header(), &super::header());
+    assert_eq!(r.next_chunk(), None);
+    assert!(r.damage().is_clean());
+}
+
+#[test]
+fn format_version_is_forced_on_write() {
+    let mut h = super::header();
+    h.format_version = 77;
+    let p = tmp("forced.lbs");
+    Writer::create(&p, &h).unwrap().finish().unwrap();
+    let r = Reader::open(&p).unwrap();
+    assert_eq!(r.header().format_version, crate::record::FORMAT_VERSION);
+    let _ = std::fs::remove_file(&p);
+}
+
+#[test]
+fn reader_and_writer_can_move_to_threads() {
+    fn send<T: Send>() {}
+    send::<Reader>();
+    send::<Writer>();
+}
