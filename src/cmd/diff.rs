@@ -32,13 +32,15 @@ pub fn analyze_file(
         &mut analyzer,
         None,
         &AtomicBool::new(false),
-        &mut || {},
-        &mut |_| Ok(()),
-        &mut |s| {
-            snaps.push(s.clone());
-            Ok(())
+        pipeline::Hooks {
+            request_stop: &mut || {},
+            tee: &mut |_| Ok(()),
+            sink: &mut |s| {
+                snaps.push(s.clone());
+                Ok(())
+            },
+            warn: &mut |w| eprintln!("lbscope: warning: {w}"),
         },
-        &mut |w| eprintln!("lbscope: warning: {w}"),
     )?;
     let header = src.header.clone();
     Ok((header, snaps, src.damage()))

@@ -3,6 +3,7 @@
 //! request drain the source and flush the partial interval.
 
 use crate::analyze::{Analyzer, Snapshot};
+use crate::event::Event;
 use crate::source::SourceMsg;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -19,6 +20,18 @@ pub enum Ended {
     SourceEnded,
 }
 
+/// What a run calls out to.
+pub struct Hooks<'a> {
+    /// Called once when the run wants the source to stop.
+    pub request_stop: &'a mut dyn FnMut(),
+    /// Sees every batch before the analyzer does (the recorder).
+    pub tee: &'a mut dyn FnMut(&[Event]) -> std::io::Result<()>,
+    /// Receives each closed interval.
+    pub sink: &'a mut dyn FnMut(&Snapshot) -> std::io::Result<()>,
+    /// Receives the source's warnings.
+    pub warn: &'a mut dyn FnMut(&str),
+}
+
 /// Runs until `count` snapshots were emitted, `stop` is set, or the source ends.
 /// `request_stop` is called once when the run wants the source to stop; the loop then keeps
 /// receiving until the source's `End`, so nothing already collected is lost. `tee` sees every
@@ -28,11 +41,14 @@ pub fn run(
     analyzer: &mut Analyzer,
     count: Option<u64>,
     stop: &AtomicBool,
-    request_stop: &mut dyn FnMut(),
-    tee: &mut dyn FnMut(&[crate::event::Event]) -> std::io::Result<()>,
-    sink: &mut dyn FnMut(&Snapshot) -> std::io::Result<()>,
-    warn: &mut dyn FnMut(&str),
+    hooks: Hooks<'_>,
 ) -> std::io::Result<Ended> {
+    let Hooks {
+        request_stop,
+        tee,
+        sink,
+        warn,
+    } = hooks;
     let mut emitted = 0u64;
     let mut snaps = Vec::new();
     let mut stopping: Option<Ended> = None;

@@ -162,10 +162,12 @@ fn run_file(args: &ReportArgs, path: &Path, interval_ns: u64) -> Result<(), CmdE
         &mut analyzer,
         args.count,
         &stop,
-        &mut || {},
-        &mut |_| Ok(()),
-        &mut sink,
-        &mut |w| eprintln!("lbscope: warning: {w}"),
+        pipeline::Hooks {
+            request_stop: &mut || {},
+            tee: &mut |_| Ok(()),
+            sink: &mut sink,
+            warn: &mut |w| eprintln!("lbscope: warning: {w}"),
+        },
     )?;
     drop(sink);
     damage_outcome(path, &src.damage())
@@ -235,10 +237,12 @@ fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
         &mut analyzer,
         args.count,
         &stop,
-        &mut request_stop,
-        &mut tee_batch,
-        &mut sink,
-        &mut |w| eprintln!("lbscope: warning: {w}"),
+        pipeline::Hooks {
+            request_stop: &mut request_stop,
+            tee: &mut tee_batch,
+            sink: &mut sink,
+            warn: &mut |w| eprintln!("lbscope: warning: {w}"),
+        },
     )?;
     if let Some(t) = tee {
         t.finish()?;
