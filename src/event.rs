@@ -195,7 +195,7 @@ pub enum EventKind {
         exec: bool,
     },
     /// A task's allowed CPUs, sent at first sight and whenever they change.
-    Affinity { pid: Pid, cpus: CpuSet },
+    Affinity { pid: Pid, cpus: Box<CpuSet> },
     /// `sched_process_exit`.
     Exit { pid: Pid, tgid: Pid },
     /// Events the ring buffer could not take on `cpu` since the previous `Lost` for it.

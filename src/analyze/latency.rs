@@ -8,10 +8,10 @@
 
 use super::filter::Filter;
 use super::hist::LatHist;
+use super::idhash::IdMap;
 use super::snapshot::{CpuLatency, DomainLatency, ProcessLatency};
 use crate::cpuset::MAX_CPUS;
 use crate::topology::Topology;
-use std::collections::HashMap;
 
 /// Processes reported per interval.
 pub const TOP_PROCESSES: usize = 20;
@@ -29,7 +29,7 @@ struct ProcEntry {
 pub struct LatencyCollector {
     global: LatHist,
     by_cpu: Vec<LatHist>,
-    by_proc: HashMap<Option<u32>, ProcEntry>,
+    by_proc: IdMap<Option<u32>, ProcEntry>,
 }
 
 /// One interval's latency figures, ready for the snapshot.

@@ -19,6 +19,7 @@
 
 mod filter;
 mod hist;
+mod idhash;
 mod idle;
 mod latency;
 mod migrations;
@@ -38,10 +39,11 @@ pub use snapshot::{
 use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::event::{Event, EventKind, Pid, Reason, ReasonSource};
 use crate::topology::Topology;
+use idhash::IdMap;
 use idle::{IdleAccounting, WaitSlot};
 use latency::LatencyCollector;
 use migrations::MigrationCounter;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// A silence longer than this many intervals (no event, not even a `Clock` tick) is reported
 /// as one long snapshot after the interrupted one, instead of one empty snapshot per
@@ -98,7 +100,7 @@ pub struct Analyzer {
     dirty: bool,
     events: u64,
     cpus: Vec<CpuState>,
-    tasks: HashMap<Pid, TaskState>,
+    tasks: IdMap<Pid, TaskState>,
     idle: IdleAccounting,
     migrations: MigrationCounter,
     latency: LatencyCollector,
@@ -128,7 +130,7 @@ impl Analyzer {
             dirty: false,
             events: 0,
             cpus: vec![CpuState::default(); nr],
-            tasks: HashMap::new(),
+            tasks: IdMap::default(),
             lost: 0,
             lost_by_cpu: BTreeMap::new(),
             lost_total: 0,

@@ -85,7 +85,7 @@ fn scene() -> Snapshot {
             0,
             EventKind::Affinity {
                 pid: 20,
-                cpus: CpuSet::parse_list("0").unwrap(),
+                cpus: Box::new(CpuSet::parse_list("0").unwrap()),
             },
         ),
         e(
@@ -152,7 +152,7 @@ fn scene() -> Snapshot {
         0,
         EventKind::Affinity {
             pid: 21,
-            cpus: CpuSet::parse_list("0").unwrap(),
+            cpus: Box::new(CpuSet::parse_list("0").unwrap()),
         },
     ));
     evs.push(e(

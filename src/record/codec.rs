@@ -504,7 +504,7 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
             }
             EventKind::Affinity {
                 pid,
-                cpus: CpuSet::from_words(&words),
+                cpus: Box::new(CpuSet::from_words(&words)),
             }
         }
         K_EXIT => EventKind::Exit {

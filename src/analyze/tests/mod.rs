@@ -93,7 +93,7 @@ pub fn affinity(ts: u64, pid: Pid, list: &str) -> Event {
         0,
         EventKind::Affinity {
             pid,
-            cpus: CpuSet::parse_list(list).unwrap(),
+            cpus: Box::new(CpuSet::parse_list(list).unwrap()),
         },
     )
 }

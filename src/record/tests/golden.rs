@@ -160,7 +160,7 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
         3,
         EventKind::Affinity {
             pid: 2000,
-            cpus: all,
+            cpus: Box::new(all),
         },
     ));
     evs.push(ev(
@@ -168,7 +168,7 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
         3,
         EventKind::Affinity {
             pid: 2011,
-            cpus: CpuSet::parse_list("0-7").unwrap_or(all),
+            cpus: Box::new(CpuSet::parse_list("0-7").unwrap_or(all)),
         },
     ));
     // Steady state: wakeups with latency, occasional migrations and balancing.

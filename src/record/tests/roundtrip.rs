@@ -110,14 +110,17 @@ fn edge_events() -> Vec<Event> {
             comm: "kworker/u64:1-events_unbound".into(),
             exec: false,
         },
-        EventKind::Affinity { pid: m, cpus: high },
+        EventKind::Affinity {
+            pid: m,
+            cpus: Box::new(high),
+        },
         EventKind::Affinity {
             pid: 0,
-            cpus: CpuSet::new(),
+            cpus: Box::new(CpuSet::new()),
         },
         EventKind::Affinity {
             pid: 1,
-            cpus: CpuSet::first_n(MAX_CPUS),
+            cpus: Box::new(CpuSet::first_n(MAX_CPUS)),
         },
         EventKind::Exit { pid: m, tgid: 0 },
         EventKind::Lost { count: u64::MAX },

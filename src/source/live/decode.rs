@@ -145,7 +145,7 @@ impl Decoder {
                 let n = (r.nr_words as usize).min(r.mask.len());
                 EventKind::Affinity {
                     pid: r.pid,
-                    cpus: CpuSet::from_words(&r.mask[..n]),
+                    cpus: Box::new(CpuSet::from_words(&r.mask[..n])),
                 }
             }),
             t::lbs_kind::LBS_EXIT => read::<t::lbs_task>(data).map(|r| EventKind::Exit {
