@@ -105,6 +105,10 @@ pub struct CollectArgs {
     /// Ring buffer size in MiB (a power of two). Larger loses fewer events under bursts.
     #[arg(long, value_name = "MIB", default_value_t = 16)]
     pub ringbuf_mb: u32,
+    /// Ring buffer size in KiB instead (a power of two, at least 4): a tiny buffer shows
+    /// how lost events are counted and marked.
+    #[arg(long, value_name = "KIB", conflicts_with = "ringbuf_mb")]
+    pub ringbuf_kb: Option<u32>,
     /// How to attach the tracepoint programs.
     #[cfg(feature = "bpf")]
     #[arg(long, value_enum, default_value = "auto")]

@@ -55,6 +55,21 @@ fn mounted(fstype: &str) -> Option<String> {
 }
 
 /// Runs every check.
+/// `kernel.unprivileged_bpf_disabled`: 0 lets any user load BPF programs, a wide attack
+/// surface on a server; lbscope itself never needs it.
+fn unprivileged_bpf() -> Check {
+    let item = "unprivileged_bpf";
+    match std::fs::read_to_string("/proc/sys/kernel/unprivileged_bpf_disabled") {
+        Ok(v) if v.trim() == "0" => check(
+            item,
+            "warn",
+            "enabled: any user may load BPF programs; lbscope does not need this. Disable it: `sysctl kernel.unprivileged_bpf_disabled=2`",
+        ),
+        Ok(v) => check(item, "ok", format!("disabled ({})", v.trim())),
+        Err(_) => check(item, "ok", "unknown (no /proc/sys/kernel/unprivileged_bpf_disabled)"),
+    }
+}
+
 pub fn checks() -> Vec<Check> {
     let mut v = vec![check(
         "kernel",
@@ -117,6 +132,7 @@ pub fn checks() -> Vec<Check> {
             "/proc/kallsyms shows no addresses (not root, or kernel.kptr_restrict=2): migration reasons fall back to context rules",
         )
     });
+    v.push(unprivileged_bpf());
     v.push(match mounted("tracefs") {
         Some(p) => check("tracefs", "ok", format!("mounted at {p} (not needed by lbscope)")),
         None => check(

@@ -157,7 +157,7 @@ pub fn run(args: &crate::cli::RecordArgs) -> Result<(), CmdError> {
     }
     let (tx, rx) = std::sync::mpsc::channel();
     let cfg = LiveConfig {
-        ringbuf_bytes: super::report::ringbuf_bytes(args.collect.ringbuf_mb)?,
+        ringbuf_bytes: super::report::ringbuf_bytes(&args.collect)?,
         attach: args.collect.attach,
         ..LiveConfig::default()
     };

@@ -58,7 +58,16 @@ pub fn interval_ns(secs: f64) -> Result<u64, CmdError> {
 }
 
 /// Validates `--ringbuf-mb` and returns bytes.
-pub fn ringbuf_bytes(mb: u32) -> Result<u32, CmdError> {
+pub fn ringbuf_bytes(c: &crate::cli::CollectArgs) -> Result<u32, CmdError> {
+    if let Some(kb) = c.ringbuf_kb {
+        if !kb.is_power_of_two() || !(4..=1 << 20).contains(&kb) {
+            return Err(CmdError::Usage(format!(
+                "--ringbuf-kb {kb}: a power of two from 4 to 1048576"
+            )));
+        }
+        return Ok(kb << 10);
+    }
+    let mb = c.ringbuf_mb;
     if !mb.is_power_of_two() || mb > 1024 {
         return Err(CmdError::Usage(format!(
             "--ringbuf-mb {mb}: a power of two from 1 to 1024"
@@ -176,7 +185,7 @@ fn run_file(args: &ReportArgs, path: &Path, interval_ns: u64) -> Result<(), CmdE
 #[cfg(feature = "bpf")]
 fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
     use crate::source::live::{clock, LiveConfig, LiveSource, ProbeState};
-    let ringbuf_bytes = ringbuf_bytes(args.collect.ringbuf_mb)?;
+    let ringbuf_bytes = ringbuf_bytes(&args.collect)?;
     let topo = Topology::detect()?;
     let filter = build_filter(&args.filter, &topo, true)?;
     if let Some(o) = &args.output {

@@ -201,5 +201,28 @@ fn open_output(path: &Path) -> Result<File, RecordError> {
         file.set_permissions(std::fs::Permissions::from_mode(0o600))
             .map_err(|source| RecordError::Create { path: p(), source })?;
     }
+    if let Some((uid, gid)) = invoking_user() {
+        std::os::unix::fs::fchown(&file, Some(uid), Some(gid))
+            .map_err(|source| RecordError::Create { path: p(), source })?;
+    }
     Ok(file)
+}
+
+/// Under `sudo`, the user who ran it (`SUDO_UID`, `SUDO_GID`): the recording is theirs to
+/// copy away and delete, not root's. `None` when not root or not under sudo.
+fn invoking_user() -> Option<(u32, u32)> {
+    let id = |k: &str| std::env::var(k).ok()?.parse::<u32>().ok();
+    // The effective uid, from /proc: keeps this module free of `unsafe`.
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let euid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse::<u32>()
+        .ok()?;
+    if euid != 0 {
+        return None;
+    }
+    Some((id("SUDO_UID")?, id("SUDO_GID")?))
 }

@@ -3,5 +3,6 @@
 
 mod cli;
 mod common;
+mod faults;
 mod live;
 mod record;

@@ -317,3 +317,42 @@ fn replay_is_deterministic() {
     let a2 = run(&mut analyzer(topo3(), 700), &evs);
     assert_eq!(a1, a2);
 }
+
+#[test]
+fn a_reused_pid_starts_afresh() {
+    // Thread 500 of "old" (pinned to CPU 1) is woken, then its exit is seen before it ran
+    // (the run was lost). The kernel hands pid 500 to a thread of "new" (tgid 600), which
+    // first runs much later without a wakeup of its own, then sleeps and is woken once.
+    let evs = [
+        switch(0, 0, 0, 1, 0),
+        switch(0, 1, 0, 1, 0),
+        task(10, 500, 500, "old"),
+        affinity(10, 500, "1"),
+        wakeup(100, 500, 1),
+        exit(200, 500, 500),
+        task(1_000_000, 500, 600, "new"),
+        switch(5_000_000, 1, 0, 1, 500),
+        switch(5_000_100, 1, 500, 1, 0),
+        wakeup(6_000_000, 500, 1),
+        switch(6_002_000, 1, 0, 1, 500),
+    ];
+    let s = one(topo3(), &evs);
+    // One sample (2 us), not the 4.9 ms since the old thread's wakeup.
+    assert_eq!(s.runqlat_us.count, 1);
+    assert_eq!(s.runqlat_us.max, 2.0);
+    let p = &s.runqlat_by_process;
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!((p[0].tgid, p[0].comm.as_deref()), (Some(600), Some("new")));
+    // The old thread waited pinned from its wakeup to its exit (100 ns in each domain
+    // spanning CPUs 0 and 1), not a nanosecond longer; its pinning did not stick to the new
+    // thread, whose 2 us wait on CPU 1 while CPU 0 idled counts as movable.
+    let both: Vec<_> = s
+        .idle_while_waiting
+        .iter()
+        .filter(|d| d.span.contains(0) && d.span.contains(1))
+        .collect();
+    assert!(!both.is_empty());
+    for d in both {
+        assert_eq!((d.pinned_ns, d.movable_ns), (100, 2_000), "{d:?}");
+    }
+}
