@@ -139,6 +139,22 @@ pub struct ReportArgs {
     /// One JSON object per interval, one per line.
     #[arg(long)]
     pub json: bool,
+    /// Instead of the kernel, a generated event stream of a machine with this many CPUs
+    /// (SMT pairs, 16-CPU LLCs, 2 NUMA nodes), for measuring the analyzer at scale. Prints
+    /// the sustained events per second on stderr at the end.
+    #[arg(long, value_name = "CPUS", conflicts_with_all = ["file", "output"])]
+    pub synthetic: Option<usize>,
+    /// With --synthetic: stop after this many events (default: until Ctrl-C).
+    #[arg(long, value_name = "N", requires = "synthetic")]
+    pub synthetic_events: Option<u64>,
+    /// With --synthetic: the simulated machine's event rate (event time, events per second).
+    #[arg(
+        long,
+        value_name = "EV/S",
+        requires = "synthetic",
+        default_value_t = 5_000_000
+    )]
+    pub synthetic_rate: u64,
     #[command(flatten)]
     pub filter: FilterArgs,
     #[command(flatten)]

@@ -117,10 +117,71 @@ pub fn run(args: &ReportArgs) -> Result<(), CmdError> {
     if args.count == Some(0) {
         return Err(CmdError::Usage("-c 0: the count is at least 1".into()));
     }
+    if let Some(cpus) = args.synthetic {
+        return run_synthetic(args, cpus, interval_ns);
+    }
     match &args.file {
         Some(path) => run_file(args, path, interval_ns),
         None => run_live(args, interval_ns),
     }
+}
+
+fn run_synthetic(args: &ReportArgs, cpus: usize, interval_ns: u64) -> Result<(), CmdError> {
+    use crate::source::synthetic::{topology, SyntheticConfig, SyntheticSource};
+    if !(2..=crate::cpuset::MAX_CPUS).contains(&cpus) {
+        return Err(CmdError::Usage(format!(
+            "--synthetic {cpus}: from 2 to {} CPUs",
+            crate::cpuset::MAX_CPUS
+        )));
+    }
+    let topo = topology(cpus);
+    let filter = build_filter(&args.filter, &topo, false)?;
+    let mut analyzer = Analyzer::new(
+        topo.clone(),
+        AnalyzerConfig {
+            interval_ns,
+            filter,
+        },
+    );
+    let stop = stop_on_signals()?;
+    let (tx, rx) = std::sync::mpsc::sync_channel(8);
+    let cfg = SyntheticConfig {
+        cpus,
+        tasks: cpus * 8,
+        rate: args.synthetic_rate.max(1),
+        events: args.synthetic_events,
+        ..SyntheticConfig::default()
+    };
+    let started = std::time::Instant::now();
+    let source = SyntheticSource::start(cfg, tx);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut sink = printer(args.json, &topo, 0, &mut out);
+    let mut events = 0u64;
+    pipeline::run(
+        &rx,
+        &mut analyzer,
+        args.count,
+        &stop,
+        pipeline::Hooks {
+            request_stop: &mut || source.stop_async(),
+            tee: &mut |b| {
+                events += b.len() as u64;
+                Ok(())
+            },
+            sink: &mut sink,
+            warn: &mut |w| eprintln!("lbscope: warning: {w}"),
+        },
+    )?;
+    drop(sink);
+    let secs = started.elapsed().as_secs_f64();
+    eprintln!(
+        "lbscope: synthetic: {events} events of {cpus} CPUs in {secs:.2} s = {:.1} M events/s; the analyzer tracks {} tasks",
+        events as f64 / secs / 1e6,
+        analyzer.tracked_tasks()
+    );
+    source.join();
+    Ok(())
 }
 
 /// A stop flag raised by SIGINT and SIGTERM.

@@ -4,6 +4,7 @@
 pub mod file;
 #[cfg(feature = "bpf")]
 pub mod live;
+pub mod synthetic;
 
 use crate::event::Event;
 
