@@ -18,6 +18,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 #define SCHED_SOFTIRQ 7
 #define PF_KTHREAD 0x00200000
+#define PF_EXITING 0x00000004
 
 /* Set by user space before load. */
 const volatile __u64 pelt_interval_ns = 4000000;
@@ -201,14 +202,16 @@ static __always_inline void emit_affinity(__u64 ts, struct task_struct *p, __u32
 
 /*
  * Announce a task the first time it is seen, and its allowed CPUs whenever they change
- * (check_mask). Pid 0 (the idle tasks) is never announced.
+ * (check_mask). Pid 0 (the idle tasks) is never announced, nor is an exiting task: it still
+ * switches and wakes after sched_process_exit, and announcing it again would make user space
+ * keep a task that is gone.
  */
 static __always_inline void note_task(__u64 ts, struct task_struct *p, bool check_mask)
 {
 	__u32 pid = BPF_CORE_READ(p, pid);
 	struct known_task *k, nk = {};
 
-	if (!pid)
+	if (!pid || (BPF_CORE_READ(p, flags) & PF_EXITING))
 		return;
 	k = bpf_map_lookup_elem(&known, &pid);
 	if (!k) {
