@@ -159,6 +159,11 @@ impl Analyzer {
         self.tasks.len()
     }
 
+    /// The thread ids the analyzer holds state for, in no order.
+    pub fn tracked_pids(&self) -> impl Iterator<Item = Pid> + '_ {
+        self.tasks.keys().copied()
+    }
+
     /// Events lost since the analysis started.
     pub fn lost_total(&self) -> u64 {
         self.lost_total

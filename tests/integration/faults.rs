@@ -171,3 +171,62 @@ fn doctor_reports_whether_unprivileged_bpf_is_allowed() {
     let want = if setting.trim() == "0" { "warn" } else { "ok" };
     assert!(s.contains("unprivileged_bpf") && s.contains(want), "{s}");
 }
+
+#[test]
+fn exited_tasks_are_forgotten_so_memory_does_not_grow_with_forks() {
+    let Some(_g) = live_guard() else { return };
+    let hackbench = require_tool("hackbench", "rt-tests");
+    let file = tmpdir("forks").join("forks.lbs");
+    let mut cmd = lbscope();
+    cmd.args(["record", "--quiet", "-o"]).arg(&file);
+    let t = Tracer::start("lbscope", cmd, None, Duration::from_millis(800));
+    for _ in 0..5 {
+        let o = example("forker")
+            .args(["--count", "300", "--parallel", "4", "--spin-us", "200"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let o = example("forker")
+            .args(["--count", "300", "--threads-mode", "--spin-us", "200"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        // 160 processes that exit while their peers still write to them.
+        let o = Command::new(&hackbench)
+            .args(["-g", "4", "-l", "100"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let (ok, _, err) = t.interrupt();
+    assert!(ok, "{err}");
+    // Replay through the analyzer: 4000 tasks came and went; what it still tracks is bounded
+    // by the tasks alive, not by the tasks ever seen.
+    let mut r = lbscope::record::Reader::open(&file).unwrap();
+    let mut a = lbscope::analyze::Analyzer::new(
+        r.header().topology.clone(),
+        lbscope::analyze::AnalyzerConfig::default(),
+    );
+    let (mut snaps, mut exits) = (Vec::new(), 0);
+    while let Some(evs) = r.next_chunk() {
+        for e in &evs {
+            exits += matches!(e.kind, lbscope::event::EventKind::Exit { .. }) as usize;
+            a.push(e, &mut snaps);
+        }
+        snaps.clear();
+    }
+    assert!(exits >= 3000, "{exits} exits seen");
+    // Threads still alive keep their state; of the ones gone, only those whose exit was in
+    // flight when the recording stopped may remain.
+    let gone: Vec<u32> = a
+        .tracked_pids()
+        .filter(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+        .collect();
+    assert!(
+        gone.len() <= 10,
+        "{} of {} tracked tasks are gone: {gone:?}",
+        gone.len(),
+        a.tracked_tasks()
+    );
+    let _ = std::fs::remove_file(&file);
+}
