@@ -182,7 +182,7 @@ pub fn checks() -> Vec<Check> {
 #[cfg(feature = "bpf")]
 fn probe_bpf(v: &mut Vec<Check>) {
     use crate::source::live::{hooks, LiveConfig, LiveSource, ProbeState};
-    let (tx, _rx) = std::sync::mpsc::channel();
+    let (tx, _rx) = std::sync::mpsc::sync_channel(crate::source::QUEUE_BATCHES);
     match LiveSource::start(LiveConfig::default(), tx) {
         Ok(mut src) => {
             src.stop_async();

@@ -155,7 +155,7 @@ pub fn run(args: &crate::cli::RecordArgs) -> Result<(), CmdError> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
     }
-    let (tx, rx) = std::sync::mpsc::channel();
+    let (tx, rx) = std::sync::mpsc::sync_channel(crate::source::QUEUE_BATCHES);
     let cfg = LiveConfig {
         ringbuf_bytes: super::report::ringbuf_bytes(&args.collect)?,
         attach: args.collect.attach,

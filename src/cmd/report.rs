@@ -144,7 +144,7 @@ fn run_synthetic(args: &ReportArgs, cpus: usize, interval_ns: u64) -> Result<(),
         },
     );
     let stop = stop_on_signals()?;
-    let (tx, rx) = std::sync::mpsc::sync_channel(8);
+    let (tx, rx) = std::sync::mpsc::sync_channel(crate::source::QUEUE_BATCHES);
     let cfg = SyntheticConfig {
         cpus,
         tasks: cpus * 8,
@@ -253,7 +253,7 @@ fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
         super::record::check_output(o)?;
     }
     let stop = stop_on_signals()?;
-    let (tx, rx) = std::sync::mpsc::channel();
+    let (tx, rx) = std::sync::mpsc::sync_channel(crate::source::QUEUE_BATCHES);
     let cfg = LiveConfig {
         ringbuf_bytes,
         attach: args.collect.attach,

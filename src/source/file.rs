@@ -27,7 +27,7 @@ impl FileSource {
     pub fn start(mut reader: Reader) -> FileSource {
         let header = reader.header().clone();
         // Bounded: the reader waits for the analyzer instead of loading the file into memory.
-        let (tx, rx) = mpsc::sync_channel(4);
+        let (tx, rx) = mpsc::sync_channel(super::QUEUE_BATCHES);
         let thread = std::thread::spawn(move || {
             while let Some(events) = reader.next_chunk() {
                 if tx.send(SourceMsg::Batch(events)).is_err() {

@@ -8,6 +8,11 @@ pub mod synthetic;
 
 use crate::event::Event;
 
+/// Batches a source may have queued before it waits for the consumer. The channel is bounded
+/// so that a consumer starved of CPU makes the kernel's ring buffer fill (and the losses
+/// counted) instead of user-space memory grow without limit.
+pub const QUEUE_BATCHES: usize = 4;
+
 /// What a source sends down the channel.
 #[derive(Debug)]
 pub enum SourceMsg {

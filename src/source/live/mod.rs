@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use skel::{LbscopeSkel, LbscopeSkelBuilder, OpenLbscopeSkel};
 use std::cell::RefCell;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Sender};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::mpsc::{self, Sender, SyncSender};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -126,7 +126,7 @@ impl ProbeReport {
 
 /// A running live source. Dropping it stops the thread.
 pub struct LiveSource {
-    stop: Arc<AtomicBool>,
+    stop: Arc<AtomicU8>,
     thread: Option<std::thread::JoinHandle<()>>,
     /// What loaded.
     pub report: ProbeReport,
@@ -135,9 +135,9 @@ pub struct LiveSource {
 impl LiveSource {
     /// Loads and attaches the programs and starts draining into `tx`. Returns once the
     /// programs are attached, so events of anything started afterwards are seen.
-    pub fn start(cfg: LiveConfig, tx: Sender<SourceMsg>) -> Result<LiveSource, SourceError> {
+    pub fn start(cfg: LiveConfig, tx: SyncSender<SourceMsg>) -> Result<LiveSource, SourceError> {
         preflight()?;
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicU8::new(RUNNING));
         let (ready_tx, ready_rx) = mpsc::channel();
         let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
@@ -166,12 +166,14 @@ impl LiveSource {
     /// Asks the collector to stop without waiting; it drains what is left and sends
     /// [`SourceMsg::End`].
     pub fn stop_async(&self) {
-        self.stop.store(true, Ordering::SeqCst);
+        self.stop.fetch_max(DRAIN, Ordering::SeqCst);
     }
 
     /// Stops collecting; the thread drains what is left and sends [`SourceMsg::End`].
     pub fn stop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
+        // Whoever stops without receiving may have stopped reading the channel: the
+        // collector must not wait for room in it.
+        self.stop.store(ABANDON, Ordering::SeqCst);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -289,8 +291,8 @@ fn load<'o>(
 
 fn run(
     cfg: LiveConfig,
-    tx: Sender<SourceMsg>,
-    stop: Arc<AtomicBool>,
+    tx: SyncSender<SourceMsg>,
+    stop: Arc<AtomicU8>,
     ready: Sender<Result<ProbeReport, SourceError>>,
 ) {
     let present = match present_tracepoints(&cfg) {
@@ -356,8 +358,8 @@ fn drain(
     skel: &LbscopeSkel<'_>,
     kallsyms: kallsyms::Kallsyms,
     cfg: &LiveConfig,
-    tx: &Sender<SourceMsg>,
-    stop: &AtomicBool,
+    tx: &SyncSender<SourceMsg>,
+    stop: &AtomicU8,
     report: ProbeReport,
     ready: Sender<Result<ProbeReport, SourceError>>,
 ) {
@@ -390,7 +392,7 @@ fn drain(
     let _ = ready.send(Ok(report));
     let mut lost_seen: Vec<u64> = Vec::new();
     loop {
-        let stopping = stop.load(Ordering::SeqCst);
+        let stopping = stop.load(Ordering::SeqCst) != RUNNING;
         let _ = rb.poll(if stopping {
             Duration::ZERO
         } else {
@@ -398,24 +400,57 @@ fn drain(
         });
         let _ = rb.consume();
         let now = clock::monotonic_ns();
-        let mut out = std::mem::take(&mut *batch.borrow_mut());
+        // The next batch starts with room for as many events as this one had, so a steady
+        // load does not regrow it record by record.
+        let mut out = {
+            let mut b = batch.borrow_mut();
+            let cap = b.len().max(1024);
+            std::mem::replace(&mut *b, Vec::with_capacity(cap))
+        };
         lost_events(&skel.maps.lost, &mut lost_seen, now, &mut out);
         out.push(Event {
             ts_ns: now,
             cpu: 0,
             kind: EventKind::Clock,
         });
-        if tx.send(SourceMsg::Batch(out)).is_err() || stopping {
+        if !send(tx, SourceMsg::Batch(out), stop) || stopping {
             break;
         }
     }
     let malformed = decoder.borrow().malformed;
     if malformed > 0 {
-        let _ = tx.send(SourceMsg::Warning(format!(
-            "{malformed} ring-buffer records did not decode (a bug: please report it)"
-        )));
+        send(
+            tx,
+            SourceMsg::Warning(format!(
+                "{malformed} ring-buffer records did not decode (a bug: please report it)"
+            )),
+            stop,
+        );
     }
-    let _ = tx.send(SourceMsg::End);
+    send(tx, SourceMsg::End, stop);
+}
+
+/// Collector states: running; stopping with everything delivered; stopping now.
+const RUNNING: u8 = 0;
+const DRAIN: u8 = 1;
+const ABANDON: u8 = 2;
+
+/// Sends `msg`, waiting for room while the consumer reads; gives up when the consumer is
+/// gone or the source is abandoned. Returns whether it was sent.
+fn send(tx: &SyncSender<SourceMsg>, mut msg: SourceMsg, stop: &AtomicU8) -> bool {
+    loop {
+        match tx.try_send(msg) {
+            Ok(()) => return true,
+            Err(mpsc::TrySendError::Disconnected(_)) => return false,
+            Err(mpsc::TrySendError::Full(m)) => {
+                if stop.load(Ordering::SeqCst) == ABANDON {
+                    return false;
+                }
+                msg = m;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
 }
 
 /// Appends a `Lost` event for every CPU whose drop counter grew since the last call.
