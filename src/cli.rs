@@ -55,10 +55,12 @@ lbscope diff eevdf.lbs scx.lbs --json\n\n\
 Noise: each change carries a 95% bootstrap interval over the recordings' intervals (-i); \
 `*` marks changes whose interval excludes zero. Record at least a few intervals per run.")]
     Diff(DiffArgs),
-    /// Convert a recording for other tools: Perfetto (ui.perfetto.dev) or JSON lines.
+    /// Convert a recording for other tools: Perfetto (ui.perfetto.dev), JSON lines, or both
+    /// in one pass.
     #[command(
         after_help = "Examples:\n  lbscope export run.lbs --perfetto run.pftrace\n  \
-lbscope export run.lbs --jsonl - | head"
+lbscope export run.lbs --jsonl - | head\n  \
+lbscope export run.lbs --perfetto run.pftrace --jsonl run.jsonl"
     )]
     Export(ExportArgs),
     /// Check what this machine allows: kernel, BTF, lockdown, privileges, which tracepoints
@@ -198,7 +200,12 @@ pub struct DiffArgs {
 
 /// `lbscope export`.
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("format").required(true).args(["perfetto", "jsonl"])))]
+#[command(group(
+    clap::ArgGroup::new("format")
+        .required(true)
+        .multiple(true)
+        .args(["perfetto", "jsonl"])
+))]
 pub struct ExportArgs {
     /// The recording.
     #[arg(value_name = "FILE")]

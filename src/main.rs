@@ -18,7 +18,7 @@ fn main() {
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Record(a) => cmd::record::run(a).map(|()| true),
         Command::Diff(a) => cmd::diff::run(a).map(|()| true),
-        Command::Export(_a) => todo!(),
+        Command::Export(a) => cmd::export::run(a).map(|()| true),
         Command::Completions { shell } => {
             use std::io::Write;
             let script = lbscope::cli::completion_script(*shell);

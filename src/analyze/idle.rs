@@ -55,10 +55,15 @@ impl CpuWaiters {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Status {
+/// What a domain's span holds right now, as far as idle-while-others-wait goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WaitStatus {
+    /// No CPU of the span is idle while another of its CPUs has a waiter.
     None,
+    /// A CPU of the span is idle and a waiter elsewhere in the span could run there.
     Movable,
+    /// A CPU of the span is idle, but every waiter elsewhere in the span is pinned away
+    /// from the idle CPUs.
     Pinned,
 }
 
@@ -67,7 +72,7 @@ enum Status {
 struct DomAcc {
     level: usize,
     span: CpuSet,
-    status: Status,
+    status: WaitStatus,
     /// When `status` last changed or was last credited.
     since: u64,
     movable_ns: u64,
@@ -79,9 +84,9 @@ impl DomAcc {
     fn credit(&mut self, t: u64) {
         let d = t.saturating_sub(self.since);
         match self.status {
-            Status::Movable => self.movable_ns += d,
-            Status::Pinned => self.pinned_ns += d,
-            Status::None => {}
+            WaitStatus::Movable => self.movable_ns += d,
+            WaitStatus::Pinned => self.pinned_ns += d,
+            WaitStatus::None => {}
         }
         self.since = self.since.max(t);
     }
@@ -115,7 +120,7 @@ impl IdleAccounting {
                 doms.push(DomAcc {
                     level: li,
                     span: d.span,
-                    status: Status::None,
+                    status: WaitStatus::None,
                     since: 0,
                     movable_ns: 0,
                     pinned_ns: 0,
@@ -248,14 +253,14 @@ impl IdleAccounting {
     }
 
     /// The status of a span now.
-    fn evaluate(&self, span: &CpuSet) -> Status {
+    fn evaluate(&self, span: &CpuSet) -> WaitStatus {
         let idle = self.idle.and(span);
         if idle.is_empty() {
-            return Status::None;
+            return WaitStatus::None;
         }
         let waiting = self.waiting.and(span);
         if waiting.is_empty() {
-            return Status::None;
+            return WaitStatus::None;
         }
         let several_idle = idle.len() > 1;
         let mut other_idle_exists = false;
@@ -267,21 +272,27 @@ impl IdleAccounting {
             other_idle_exists = true;
             let w = &self.cpus[j];
             if w.free > 0 {
-                return Status::Movable;
+                return WaitStatus::Movable;
             }
             if !w.restricted.is_empty() {
                 let mut others = idle;
                 others.remove(j);
                 if w.restricted.iter().any(|(_, a)| a.intersects(&others)) {
-                    return Status::Movable;
+                    return WaitStatus::Movable;
                 }
             }
         }
         if other_idle_exists {
-            Status::Pinned
+            WaitStatus::Pinned
         } else {
-            Status::None
+            WaitStatus::None
         }
+    }
+
+    /// Every domain's status as of the last [`IdleAccounting::settle`], in topology order
+    /// (levels bottom-up, then domains): `(level index, span, status)`.
+    pub fn statuses(&self) -> impl Iterator<Item = (usize, &CpuSet, WaitStatus)> + '_ {
+        self.doms.iter().map(|d| (d.level, &d.span, d.status))
     }
 
     /// Credits every domain up to `t` (an interval boundary or the end of a partial one).

@@ -29,6 +29,7 @@ mod tests;
 
 pub use filter::{AnalyzerConfig, Filter};
 pub use hist::{log2_slot, LOG2_SLOTS};
+pub use idle::WaitStatus;
 pub use latency::TOP_PROCESSES;
 pub use migrations::reason_names;
 pub use snapshot::{
@@ -147,6 +148,14 @@ impl Analyzer {
     /// The settings it was built with.
     pub fn config(&self) -> &AnalyzerConfig {
         &self.config
+    }
+
+    /// Idle-while-others-wait status of every domain after the last event pushed, in
+    /// topology order (levels bottom-up, then each level's domains): `(level index, span,
+    /// status)`. A pure read of the state the interval figures are credited from, for sinks
+    /// that draw it over time; the report filter does not apply.
+    pub fn idle_waiting_status(&self) -> impl Iterator<Item = (usize, &CpuSet, WaitStatus)> + '_ {
+        self.idle.statuses()
     }
 
     /// Latest event time seen (ns).

@@ -3,7 +3,7 @@
 
 pub mod diff;
 pub mod doctor;
-//TMP pub mod export;
+pub mod export;
 pub mod pipeline;
 pub mod record;
 pub mod report;

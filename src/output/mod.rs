@@ -1,9 +1,12 @@
 //! Sinks that turn analyzer [`crate::analyze::Snapshot`]s into text for people (`text`) and
-//! JSON lines for programs (`json`). Sinks are thin: no state of their own beyond what is
-//! passed in, no analysis.
+//! JSON lines for programs (`json`), and exporters of raw events: JSON lines (`jsonl`) and
+//! Perfetto traces (`perfetto`). Sinks are thin: no analysis of their own (the Perfetto
+//! exporter runs an [`crate::analyze::Analyzer`] to draw its figures over time).
 
 pub mod diff_text;
 pub mod json;
+pub mod jsonl;
+pub mod perfetto;
 #[cfg(test)]
 mod tests;
 pub mod text;

@@ -238,3 +238,51 @@ fn wakeup_of_a_running_task_is_not_a_waiter() {
     assert_eq!(s.runqlat_us.count, 1);
     assert_eq!(s.runqlat_us.max, 0.6);
 }
+
+/// The statuses `idle_waiting_status` reports, as `(level key, span, status)`.
+fn statuses(a: &Analyzer) -> Vec<(String, String, WaitStatus)> {
+    a.idle_waiting_status()
+        .map(|(l, span, st)| {
+            let key = a.topology().level_key(Some(l)).to_string();
+            (key, span.to_string(), st)
+        })
+        .collect()
+}
+
+#[test]
+fn status_query_follows_the_accounting() {
+    let mut a = analyzer(topo3(), LONG);
+    assert!(statuses(&a).iter().all(|s| s.2 == WaitStatus::None));
+    assert_eq!(
+        statuses(&a).len(),
+        4 + 2 + 1,
+        "every domain, in topology order"
+    );
+    // CPU 0 runs 10, CPU 1 idles, CPU 4 idles; task 20 waits on CPU 0.
+    let mut evs: Vec<Event> = (0..8).map(|c| switch(0, c, 0, 1, 10 + c)).collect();
+    evs.push(switch(1, 1, 11, 1, 0));
+    evs.push(switch(1, 4, 14, 1, 0));
+    feed(&mut a, &evs);
+    assert!(statuses(&a).iter().all(|s| s.2 == WaitStatus::None));
+    feed(&mut a, &[wakeup(100, 20, 0)]);
+    let s = statuses(&a);
+    let get = |key: &str, span: &str| s.iter().find(|d| d.0 == key && d.1 == span).unwrap().2;
+    assert_eq!(get("smt", "0-1"), WaitStatus::Movable);
+    assert_eq!(get("smt", "2-3"), WaitStatus::None);
+    assert_eq!(get("llc", "0-3"), WaitStatus::Movable);
+    assert_eq!(get("llc", "4-7"), WaitStatus::None);
+    assert_eq!(get("numa", "0-7"), WaitStatus::Movable);
+    // Pinned to CPU 0 (an idle CPU does not help it).
+    feed(&mut a, &[affinity(200, 20, "0")]);
+    for (_, span, st) in statuses(&a) {
+        let want = if ["0-1", "0-3", "0-7"].contains(&span.as_str()) {
+            WaitStatus::Pinned
+        } else {
+            WaitStatus::None
+        };
+        assert_eq!(st, want, "{span}");
+    }
+    // It runs: nobody waits.
+    feed(&mut a, &[switch(300, 0, 10, 1, 20)]);
+    assert!(statuses(&a).iter().all(|s| s.2 == WaitStatus::None));
+}
