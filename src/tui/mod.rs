@@ -6,9 +6,11 @@
 //! - `state`: the adapter from snapshots to domain, group and finding rows;
 //! - `views`: one file per view, reading state only;
 //! - `run`: the event loop and its feeds (live analyzer, replay cursor);
+//! - `carry`: facts sent once by the live source, replayed into a restarted analysis;
 //! - `term`: raw mode, the alternate screen, restoring them on every exit, `NO_COLOR`.
 
 pub mod app;
+pub mod carry;
 pub mod keymap;
 pub mod run;
 pub mod state;

@@ -3,8 +3,10 @@
 //! pumps the feed. The live feed owns the [`Analyzer`] and drains the source channel into
 //! it; the replay feed walks the snapshots of an analysed recording at the chosen speed.
 //! The screen is redrawn only when something changed (a snapshot, a key, a resize).
+//! A restarted live analysis is first told what the source sent only once (`carry`).
 
 use super::app::{App, Effect};
+use super::carry::Carry;
 use super::term::{Guard, Palette};
 use super::{keymap, views};
 use crate::analyze::{Analyzer, AnalyzerConfig, Filter, Snapshot};
@@ -88,6 +90,7 @@ pub struct LiveFeed<'a> {
     /// Asks the source to stop.
     pub request_stop: &'a mut dyn FnMut(),
     snaps: Vec<Snapshot>,
+    carry: Carry,
 }
 
 impl<'a> LiveFeed<'a> {
@@ -102,6 +105,7 @@ impl<'a> LiveFeed<'a> {
             analyzer,
             request_stop,
             snaps: Vec::new(),
+            carry: Carry::default(),
         }
     }
 }
@@ -113,6 +117,7 @@ impl Feed for LiveFeed<'_> {
             match self.rx.try_recv() {
                 Ok(SourceMsg::Batch(evs)) => {
                     for ev in &evs {
+                        self.carry.observe(ev);
                         self.analyzer.push(ev, &mut self.snaps);
                     }
                 }
@@ -138,19 +143,24 @@ impl Feed for LiveFeed<'_> {
         changed
     }
 
-    fn reconfigure(&mut self, _app: &mut App, interval_ns: u64, comm: Option<String>) {
+    fn reconfigure(&mut self, app: &mut App, interval_ns: u64, comm: Option<String>) {
+        // Snapshots of the old configuration would mix with the new ones: start afresh.
+        app.history.clear();
+        app.cursor = None;
         let cfg = self.analyzer.config();
         let filter = Filter {
             comm,
             ..cfg.filter.clone()
         };
-        self.analyzer = Analyzer::new(
+        let mut fresh = Analyzer::new(
             self.analyzer.topology().clone(),
             AnalyzerConfig {
                 interval_ns,
                 filter,
             },
         );
+        self.carry.replay_into(&mut fresh, self.analyzer.now_ns());
+        self.analyzer = fresh;
     }
 
     fn stop(&mut self) {

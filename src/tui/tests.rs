@@ -163,7 +163,7 @@ fn latency_draws_the_log2_histogram_with_percentiles() {
             has(&scr, &format!(": {c:<7} |*"));
         }
         // The fullest slot's bar fills the bar width.
-        let bar_w = (w as usize - 24).saturating_sub(30).clamp(4, 40);
+        let bar_w = (w as usize - 30).saturating_sub(30).clamp(4, 40);
         has(&scr, &format!("{peak:<7} |{}|", "*".repeat(bar_w)));
     }
     // Down the list: CPUs, then domains, then processes.

@@ -5,3 +5,4 @@ mod cli;
 mod common;
 mod live;
 mod record;
+mod tui;

@@ -35,7 +35,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     let list = choices(s);
     let sel = app.latency_sel.min(list.len() - 1);
     let [left, right] =
-        Layout::horizontal([Constraint::Length(24), Constraint::Min(20)]).areas(area);
+        Layout::horizontal([Constraint::Length(30), Constraint::Min(20)]).areas(area);
     let block = Block::default().borders(Borders::RIGHT).title("show");
     let inner = block.inner(left);
     f.render_widget(block, left);
@@ -47,7 +47,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
         .skip(start)
         .take(h)
         .map(|(i, (name, l))| {
-            let t = format!("{:<14}{:>8}", truncate(name, 14), l.count);
+            let t = format!("{:<20}{:>8}", truncate(name, 20), l.count);
             if i == sel {
                 Line::styled(t, pal.selected())
             } else {
