@@ -110,9 +110,10 @@ impl Tmux {
         }
     }
 
-    /// `q`, then the terminal is back to the shell: normal screen, cursor visible, exit 0.
-    fn quit_cleanly(&self) {
-        self.keys("q");
+    /// `key` (q or C-c), then the terminal is back to the shell: normal screen, cursor
+    /// visible, exit 0.
+    fn quit_cleanly_with(&self, key: &str) {
+        self.keys(key);
         let s = self.wait_for(&["EXITED-"], Duration::from_secs(10));
         assert!(s.contains("EXITED-0"), "exit status 0:\n{s}");
         assert_eq!(self.modes(), "0 1", "alternate screen left, cursor shown");
@@ -122,6 +123,12 @@ impl Tmux {
             "the shell's screen is back:\n{s}"
         );
         assert!(s.lines().any(|l| l.starts_with("$ ")), "a prompt:\n{s}");
+    }
+}
+
+impl Tmux {
+    fn quit_cleanly(&self) {
+        self.quit_cleanly_with("q");
     }
 }
 
@@ -334,7 +341,7 @@ fn demo_and_diff_tui() {
         Duration::from_secs(10),
     );
     assert!(s.contains("cpu   0"), "{s}");
-    t.quit_cleanly();
+    t.quit_cleanly_with("C-c");
     let golden = "tests/fixtures/recordings/golden-v1.lbs";
     let t = Tmux::start(
         "diff",
