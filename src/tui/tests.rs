@@ -364,6 +364,12 @@ fn live_pause_holds_the_screen_while_collecting() {
     assert_eq!(app.current(), Some(&snaps[0]), "paused: the screen holds");
     app.handle(Action::Pause);
     assert_eq!(app.current(), Some(&snaps[1]), "resumed: the newest");
+    app.push(snaps[2].clone());
+    app.handle(Action::Left);
+    assert_eq!(app.current(), Some(&snaps[1]), "left: one interval back");
+    has(&render(&app, 80, 24), "| 1 BACK");
+    app.handle(Action::Right);
+    assert_eq!(app.cursor, None, "right at the newest: following again");
     let scr = render(&app, 80, 24);
     has(&scr, "lbscope top");
     has(&scr, "probes: tracepoints only (tp_btf; 7 of 7 attached)");

@@ -49,8 +49,14 @@ fn title_line(app: &App, pal: Palette) -> Line<'static> {
         pal.title(),
     )];
     if app.diff.is_none() {
+        let behind = match (app.cursor, &app.source) {
+            (Some(c), SourceInfo::Live { .. }) => app.history.len().saturating_sub(c + 1),
+            _ => 0,
+        };
         if app.paused {
             s.push(Span::styled(" | PAUSED", pal.warn()));
+        } else if behind > 0 {
+            s.push(Span::styled(format!(" | {behind} BACK"), pal.warn()));
         } else if app.ended {
             s.push(Span::styled(" | END", pal.warn()));
         }
