@@ -1,16 +1,17 @@
 //! `lbscope top`, `lbscope replay` and `lbscope diff --tui`: the live source, a recording or
 //! a comparison wired to the TUI (`crate::tui`).
 
-use super::diff::analyze_source;
 use super::report::{build_filter, interval_ns, stop_on_signals};
-use super::CmdError;
+use super::{pipeline, CmdError};
+use crate::analyze::{Analyzer, AnalyzerConfig};
 use crate::cli::{FilterArgs, ReplayArgs, TopArgs};
 use crate::diff::Diff;
-use crate::record::{Reader, RecordError};
+use crate::record::{Damage, Header, Reader, RecordError};
 use crate::source::file::FileSource;
 use crate::topology::Topology;
 use crate::tui::app::{App, SourceInfo};
 use crate::tui::run::{self, Feed, ReplayFeed};
+use crate::tui::tally::{Analysed, Tally};
 use crate::tui::term;
 
 /// The recording `lbscope top --demo` replays: a few seconds of a mixed workload.
@@ -47,6 +48,52 @@ pub fn run_replay(args: &ReplayArgs) -> Result<(), CmdError> {
     replay(&open, &name, interval_ns, args.speed, &args.filter)
 }
 
+/// Every interval of a recording, the final partial one included, each with its most
+/// migrated tasks: the one pipeline, with the tally beside the analyzer.
+pub fn analyze_recording(
+    src: FileSource,
+    interval_ns: u64,
+    filter: &FilterArgs,
+) -> Result<(Header, Analysed, Damage), CmdError> {
+    let topo = src.header.topology.clone();
+    let filter = build_filter(filter, &topo, false)?;
+    let tally = std::cell::RefCell::new(Tally::new(filter.clone()));
+    let mut analyzer = Analyzer::new(
+        topo,
+        AnalyzerConfig {
+            interval_ns,
+            filter,
+        },
+    );
+    let mut out = Vec::new();
+    pipeline::run(
+        &src.rx,
+        &mut analyzer,
+        None,
+        &std::sync::atomic::AtomicBool::new(false),
+        pipeline::Hooks {
+            request_stop: &mut || {},
+            tee: &mut |evs| {
+                let mut t = tally.borrow_mut();
+                for ev in evs {
+                    t.observe(ev);
+                }
+                Ok(())
+            },
+            sink: &mut |s| {
+                let top = tally.borrow_mut().close(s);
+                out.push((s.clone(), top));
+                Ok(())
+            },
+            // A file source warns only of damage, which the damage report covers; stderr
+            // would draw over the screen during a re-analysis.
+            warn: &mut |_| {},
+        },
+    )?;
+    let header = src.header.clone();
+    Ok((header, out, src.damage()))
+}
+
 fn enter() -> Result<term::Guard, CmdError> {
     term::enter().map_err(|e| CmdError::Failed(e.to_string()))
 }
@@ -60,9 +107,9 @@ fn replay(
     speed: f64,
     filter: &FilterArgs,
 ) -> Result<(), CmdError> {
-    let (header, snaps, damage) = analyze_source(open()?, interval_ns, filter)?;
+    let (header, snaps, damage) = analyze_recording(open()?, interval_ns, filter)?;
     let mut info = crate::tui::recording_info(name, &header);
-    if let (Some(a), Some(b)) = (snaps.first(), snaps.last()) {
+    if let (Some((a, _)), Some((b, _))) = (snaps.first(), snaps.last()) {
         info.span_ns = b.t_end_ns.saturating_sub(a.t_start_ns);
     }
     let mut app = App::new(
@@ -89,7 +136,7 @@ fn replay(
             ..base.clone()
         };
         let src = open().map_err(|e| e.to_string())?;
-        analyze_source(src, ns, &f)
+        analyze_recording(src, ns, &f)
             .map(|(_, s, _)| s)
             .map_err(|e| e.to_string())
     });
@@ -124,7 +171,6 @@ const DEMO_HINT: &str = "`lbscope top --demo` shows the TUI over a recording wit
 #[cfg(feature = "bpf")]
 fn run_live(args: &TopArgs, interval_ns: u64) -> Result<(), CmdError> {
     use super::report::{probe_names, ringbuf_bytes};
-    use crate::analyze::{Analyzer, AnalyzerConfig};
     use crate::source::live::{clock, LiveConfig, LiveSource};
     let ringbuf_bytes = ringbuf_bytes(args.collect.ringbuf_mb)?;
     let topo = Topology::detect()?;

@@ -6,6 +6,7 @@
 //! - `state`: the adapter from snapshots to domain, group and finding rows;
 //! - `views`: one file per view, reading state only;
 //! - `run`: the event loop and its feeds (live analyzer, replay cursor);
+//! - `tally`: the most migrated tasks of each interval, counted beside the analyzer;
 //! - `carry`: facts sent once by the live source, replayed into a restarted analysis;
 //! - `term`: raw mode, the alternate screen, restoring them on every exit, `NO_COLOR`.
 
@@ -14,6 +15,7 @@ pub mod carry;
 pub mod keymap;
 pub mod run;
 pub mod state;
+pub mod tally;
 pub mod term;
 #[cfg(test)]
 mod tests;

@@ -7,6 +7,7 @@
 
 use super::app::{App, Effect};
 use super::carry::Carry;
+use super::tally::{Analysed, Tally};
 use super::term::{Guard, Palette};
 use super::{keymap, views};
 use crate::analyze::{Analyzer, AnalyzerConfig, Filter, Snapshot};
@@ -91,6 +92,7 @@ pub struct LiveFeed<'a> {
     pub request_stop: &'a mut dyn FnMut(),
     snaps: Vec<Snapshot>,
     carry: Carry,
+    tally: Tally,
 }
 
 impl<'a> LiveFeed<'a> {
@@ -101,6 +103,7 @@ impl<'a> LiveFeed<'a> {
         request_stop: &'a mut dyn FnMut(),
     ) -> Self {
         LiveFeed {
+            tally: Tally::new(analyzer.config().filter.clone()),
             rx,
             analyzer,
             request_stop,
@@ -118,6 +121,7 @@ impl Feed for LiveFeed<'_> {
                 Ok(SourceMsg::Batch(evs)) => {
                     for ev in &evs {
                         self.carry.observe(ev);
+                        self.tally.observe(ev);
                         self.analyzer.push(ev, &mut self.snaps);
                     }
                 }
@@ -137,7 +141,8 @@ impl Feed for LiveFeed<'_> {
             }
         }
         for s in self.snaps.drain(..) {
-            app.push(s);
+            let top = self.tally.close(&s);
+            app.push_with(s, top);
             changed = true;
         }
         changed
@@ -145,8 +150,7 @@ impl Feed for LiveFeed<'_> {
 
     fn reconfigure(&mut self, app: &mut App, interval_ns: u64, comm: Option<String>) {
         // Snapshots of the old configuration would mix with the new ones: start afresh.
-        app.history.clear();
-        app.cursor = None;
+        app.clear_history();
         let cfg = self.analyzer.config();
         let filter = Filter {
             comm,
@@ -160,6 +164,7 @@ impl Feed for LiveFeed<'_> {
             },
         );
         self.carry.replay_into(&mut fresh, self.analyzer.now_ns());
+        self.tally.set_filter(fresh.config().filter.clone());
         self.analyzer = fresh;
     }
 
@@ -177,7 +182,7 @@ pub struct ReplayFeed<F> {
 
 impl<F> ReplayFeed<F>
 where
-    F: FnMut(u64, Option<String>) -> Result<Vec<Snapshot>, String>,
+    F: FnMut(u64, Option<String>) -> Result<Analysed, String>,
 {
     /// A feed that advances the cursor of an app whose history holds the whole recording.
     pub fn new(reanalyze: F) -> Self {
@@ -190,7 +195,7 @@ where
 
 impl<F> Feed for ReplayFeed<F>
 where
-    F: FnMut(u64, Option<String>) -> Result<Vec<Snapshot>, String>,
+    F: FnMut(u64, Option<String>) -> Result<Analysed, String>,
 {
     fn pump(&mut self, app: &mut App) -> bool {
         let Some(pos) = app.position() else {

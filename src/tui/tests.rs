@@ -31,7 +31,13 @@ fn golden() -> (crate::record::Header, Vec<Snapshot>) {
 
 /// The replay app over the golden recording, at its first interval.
 fn golden_app(view: View) -> App {
-    let (h, snaps) = golden();
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings/golden-v1.lbs");
+    let src = crate::source::file::FileSource::open(&path).unwrap();
+    let (h, analysed, _) =
+        crate::cmd::top::analyze_recording(src, 1_000_000_000, &FilterArgs::default()).unwrap();
+    let snaps: Vec<Snapshot> = analysed.iter().map(|(s, _)| s.clone()).collect();
+    assert_eq!(snaps, golden().1, "the same analysis as report and diff");
     let mut info = recording_info("golden-v1.lbs", &h);
     info.span_ns = snaps.last().unwrap().t_end_ns - snaps[0].t_start_ns;
     let mut app = App::new(
@@ -40,7 +46,7 @@ fn golden_app(view: View) -> App {
         SourceInfo::Replay(info),
         h.clock_base_ns,
     );
-    app.replace_history(snaps, None);
+    app.replace_history(analysed, None);
     app.view = view;
     app
 }
@@ -221,7 +227,21 @@ fn migrations_show_the_reason_level_matrix_as_rates() {
         }
         has(&scr, &format!("{:>8}", rate(m.total, s.len_ns())));
         has(&scr, "unknown stacks");
-        has(&scr, "most migrated tasks: not in the analysis yet");
+        has(&scr, "most migrated tasks");
+        let tasks = app.current_tasks();
+        assert!(!tasks.is_empty(), "the golden interval moves tasks");
+        let moved: u64 = tasks.iter().map(|t| t.count).sum();
+        assert!(moved <= m.total);
+        let t = &tasks[0];
+        has(
+            &scr,
+            &format!(
+                "{:>8} {:<16}",
+                t.pid,
+                t.comm.clone().unwrap_or_else(|| "?".into())
+            ),
+        );
+        has(&scr, &format!("{:>8}/s", rate(t.count, s.len_ns())));
     }
 }
 

@@ -1,5 +1,5 @@
 //! The migrations view: migrations per second as a reason x level-crossed matrix, with row
-//! and column totals, then the kernel stacks no reason matched.
+//! and column totals, the most migrated tasks, then the kernel stacks no reason matched.
 
 use super::{rate, waiting};
 use crate::tui::app::App;
@@ -11,6 +11,8 @@ use ratatui::Frame;
 
 /// Width of a number column.
 const COL: usize = 8;
+/// Most migrated tasks shown.
+const TASK_ROWS: usize = 5;
 
 /// Draws the migrations view.
 pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
@@ -72,10 +74,23 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     foot.push_str(&format!("{:>COL$}", rate(m.total, len)));
     lines.push(Line::styled(foot, pal.title()));
     lines.push(Line::raw(""));
+    let tasks = app.current_tasks();
     lines.push(Line::styled(
-        "most migrated tasks: not in the analysis yet (per-task counts come with the model)",
-        pal.dim(),
+        format!(
+            "most migrated tasks (moves; fork placements not counted): {}",
+            if tasks.is_empty() { "none" } else { "" }
+        ),
+        pal.title(),
     ));
+    for t in tasks.iter().take(TASK_ROWS) {
+        lines.push(Line::raw(format!(
+            "{:>8} {:<16} {:>8} {:>8}/s",
+            t.pid,
+            t.comm.clone().unwrap_or_else(|| "?".into()),
+            t.tgid.map_or("-".into(), |g| format!("tgid {g}")),
+            rate(t.count, len)
+        )));
+    }
     lines.push(Line::styled(
         format!("unknown stacks ({}):", m.unknown_stacks.len()),
         pal.title(),
