@@ -1,8 +1,8 @@
 //! The TUI as a new user meets it: `lbscope top` live in a tmux terminal while a workload
 //! runs, `lbscope replay` over the golden recording, `top --demo` and `diff --tui`. Keys are
-//! sent with `tmux send-keys`, the screen read with `tmux capture-pane`; after `q` the
-//! terminal must be back to normal (alternate screen left, cursor shown, the shell's output
-//! visible).
+//! sent with `tmux send-keys`, the screen read with `tmux capture-pane`; after `q`, Ctrl-C
+//! or SIGTERM the terminal must be back to normal (alternate screen left, cursor shown, the
+//! shell's output visible).
 
 use crate::common::*;
 use std::process::{Command, Stdio};
@@ -130,6 +130,23 @@ impl Tmux {
     fn quit_cleanly(&self) {
         self.quit_cleanly_with("q");
     }
+
+    /// The pid of the program the pane's shell runs.
+    fn child_pid(&self) -> u32 {
+        let o = self
+            .tmux()
+            .args(["display-message", "-p", "-t", &self.name, "#{pane_pid}"])
+            .output()
+            .unwrap();
+        let shell = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        let children =
+            std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+        children
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("the shell runs lbscope")
+    }
 }
 
 impl Drop for Tmux {
@@ -224,7 +241,12 @@ fn top_live_shows_every_view_and_quits_cleanly() {
 
     t.keys("4");
     t.wait_for(
-        &["migrations/s:", "reason \\ level", "unknown stacks"],
+        &[
+            "migrations/s:",
+            "reason \\ level",
+            "most migrated tasks",
+            "unknown stacks",
+        ],
         Duration::from_secs(3),
     );
     t.keys("5");
@@ -355,5 +377,15 @@ fn demo_and_diff_tui() {
     );
     assert!(s.contains("golden-v1.lbs"), "{s}");
     t.keys("j");
-    t.quit_cleanly();
+    // SIGTERM (a service manager, `kill`): the terminal is restored all the same.
+    let pid = t.child_pid();
+    let ok = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -TERM {pid}");
+    let s = t.wait_for(&["EXITED-"], Duration::from_secs(10));
+    assert!(s.contains("EXITED-0"), "SIGTERM exits 0:\n{s}");
+    assert_eq!(t.modes(), "0 1", "alternate screen left, cursor shown");
 }
