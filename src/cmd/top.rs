@@ -44,7 +44,11 @@ pub fn run_replay(args: &ReplayArgs) -> Result<(), CmdError> {
     }
     let path = args.file.clone();
     let open = || FileSource::open(&path);
-    let name = args.file.display().to_string();
+    // The file name: the title line has no room for a long path.
+    let name = args.file.file_name().map_or_else(
+        || args.file.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
     replay(&open, &name, interval_ns, args.speed, &args.filter)
 }
 

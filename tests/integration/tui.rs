@@ -24,7 +24,9 @@ impl Tmux {
     /// A `w`x`h` terminal running `cmd` from a plain shell, followed by `echo EXITED-$?`.
     fn start(tag: &str, cmd: &str, w: u16, h: u16) -> Tmux {
         let t = Tmux {
-            socket: format!("lbscope-test-{}", std::process::id()),
+            // A server per terminal: a server exiting after the last session must not race
+            // the next test's start.
+            socket: format!("lbscope-test-{}-{tag}", std::process::id()),
             name: tag.to_string(),
         };
         let ok = t
@@ -95,6 +97,22 @@ impl Tmux {
         String::from_utf8_lossy(&o.stdout).trim().to_string()
     }
 
+    /// The screen once the shell printed the exit status (a line starting `EXITED-`, not
+    /// the command line that contains it).
+    fn wait_exit(&self) -> String {
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            let s = self.screen();
+            if s.lines().any(|l| l.starts_with("EXITED-")) {
+                return s;
+            }
+            if Instant::now() > end {
+                panic!("no exit status within 10 s:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
     /// The screen once it contains every needle.
     fn wait_for(&self, needles: &[&str], timeout: Duration) -> String {
         let end = Instant::now() + timeout;
@@ -114,8 +132,8 @@ impl Tmux {
     /// visible, exit 0.
     fn quit_cleanly_with(&self, key: &str) {
         self.keys(key);
-        let s = self.wait_for(&["EXITED-"], Duration::from_secs(10));
-        assert!(s.contains("EXITED-0"), "exit status 0:\n{s}");
+        let s = self.wait_exit();
+        assert!(s.lines().any(|l| l == "EXITED-0"), "exit status 0:\n{s}");
         assert_eq!(self.modes(), "0 1", "alternate screen left, cursor shown");
         // The command line typed before the TUI is on screen again, and the prompt after.
         assert!(
@@ -153,7 +171,7 @@ impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self
             .tmux()
-            .args(["kill-session", "-t", &self.name])
+            .arg("kill-server")
             .stderr(Stdio::null())
             .status();
     }
@@ -385,7 +403,7 @@ fn demo_and_diff_tui() {
         .unwrap()
         .success();
     assert!(ok, "kill -TERM {pid}");
-    let s = t.wait_for(&["EXITED-"], Duration::from_secs(10));
-    assert!(s.contains("EXITED-0"), "SIGTERM exits 0:\n{s}");
+    let s = t.wait_exit();
+    assert!(s.lines().any(|l| l == "EXITED-0"), "SIGTERM exits 0:\n{s}");
     assert_eq!(t.modes(), "0 1", "alternate screen left, cursor shown");
 }
