@@ -31,11 +31,20 @@ _lbscope() {
             lbscope,help)
                 cmd="lbscope__subcmd__help"
                 ;;
+            lbscope,man)
+                cmd="lbscope__subcmd__man"
+                ;;
             lbscope,record)
                 cmd="lbscope__subcmd__record"
                 ;;
+            lbscope,replay)
+                cmd="lbscope__subcmd__replay"
+                ;;
             lbscope,report)
                 cmd="lbscope__subcmd__report"
+                ;;
+            lbscope,top)
+                cmd="lbscope__subcmd__top"
                 ;;
             lbscope__subcmd__help,completions)
                 cmd="lbscope__subcmd__help__subcmd__completions"
@@ -52,11 +61,20 @@ _lbscope() {
             lbscope__subcmd__help,help)
                 cmd="lbscope__subcmd__help__subcmd__help"
                 ;;
+            lbscope__subcmd__help,man)
+                cmd="lbscope__subcmd__help__subcmd__man"
+                ;;
             lbscope__subcmd__help,record)
                 cmd="lbscope__subcmd__help__subcmd__record"
                 ;;
+            lbscope__subcmd__help,replay)
+                cmd="lbscope__subcmd__help__subcmd__replay"
+                ;;
             lbscope__subcmd__help,report)
                 cmd="lbscope__subcmd__help__subcmd__report"
+                ;;
+            lbscope__subcmd__help,top)
+                cmd="lbscope__subcmd__help__subcmd__top"
                 ;;
             *)
                 ;;
@@ -65,7 +83,7 @@ _lbscope() {
 
     case "${cmd}" in
         lbscope)
-            opts="-h -V --help --version report record diff export doctor completions help"
+            opts="-h -V --help --version report top replay record diff export doctor man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -93,7 +111,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__diff)
-            opts="-i -p -h --interval --json --pid --comm --cpus --help"
+            opts="-i -p -h --interval --json --tui --pid --comm --cpus --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -167,7 +185,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__help)
-            opts="report record diff export doctor completions help"
+            opts="report top replay record diff export doctor man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -250,7 +268,35 @@ _lbscope() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lbscope__subcmd__help__subcmd__man)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lbscope__subcmd__help__subcmd__record)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lbscope__subcmd__help__subcmd__replay)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -267,6 +313,34 @@ _lbscope() {
         lbscope__subcmd__help__subcmd__report)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lbscope__subcmd__help__subcmd__top)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lbscope__subcmd__man)
+            opts="-h --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -320,6 +394,48 @@ _lbscope() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lbscope__subcmd__replay)
+            opts="-i -p -h --interval --speed --pid --comm --cpus --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -i)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --speed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pid)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --comm)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cpus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lbscope__subcmd__report)
             opts="-o -i -c -p -h --output --interval --count --json --synthetic --synthetic-events --synthetic-rate --pid --comm --cpus --ringbuf-mb --ringbuf-kb --attach --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -360,6 +476,56 @@ _lbscope() {
                     return 0
                     ;;
                 --synthetic-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pid)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --comm)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cpus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ringbuf-mb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ringbuf-kb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --attach)
+                    COMPREPLY=($(compgen -W "auto tp-btf raw-tp" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lbscope__subcmd__top)
+            opts="-i -p -h --interval --demo --pid --comm --cpus --ringbuf-mb --ringbuf-kb --attach --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -i)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -27,10 +27,13 @@ end
 complete -c lbscope -n "__fish_lbscope_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lbscope -n "__fish_lbscope_needs_command" -s V -l version -d 'Print version'
 complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "report" -d 'Print run-queue latency, migrations by reason and level, and idle-while-others-wait, per interval, from the live kernel'
+complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "top" -d 'The live TUI: CPUs, sched domains, run-queue latency, migrations and findings, refreshed every interval'
+complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "replay" -d 'The TUI over a recording: the same views, with a time cursor, pause, step, seek and speed, and the recording\'s metadata on screen'
 complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "record" -d 'Record every event the analyzer needs to a file, for `report`, `diff` and `export` later, on any machine'
 complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "diff" -d 'Compare two recordings: run-queue latency, migrations by reason and level, idle-while-others-wait and lost events, with whether each change is beyond the noise'
 complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "export" -d 'Convert a recording for other tools: Perfetto (ui.perfetto.dev), JSON lines, or both in one pass'
 complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "doctor" -d 'Check what this machine allows: kernel, BTF, lockdown, privileges, which tracepoints and balancer hooks load, and the topology. Every problem says what to do'
+complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "man" -d 'Print the man page (roff), generated from these definitions'
 complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "completions" -d 'Print a shell completion script (the files in completions/ are made by this)'
 complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s o -l output -d 'Also record every event to this file while reporting live (see `lbscope record`)' -r -F
@@ -49,6 +52,23 @@ tp-btf\t'BTF-typed tracepoints only'
 raw-tp\t'Raw tracepoints only'"
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l json -d 'One JSON object per interval, one per line'
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -s i -l interval -d 'Refresh interval in seconds: the analyzer\'s interval (`+`/`-` change it)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -s p -l pid -d 'Only this process (all its threads)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l ringbuf-mb -d 'Ring buffer size in MiB (a power of two). Larger loses fewer events under bursts' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l ringbuf-kb -d 'Ring buffer size in KiB instead (a power of two, at least 4): a tiny buffer shows how lost events are counted and marked' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l attach -d 'How to attach the tracepoint programs' -r -f -a "auto\t'tp_btf, and raw_tp if the kernel refuses tp_btf'
+tp-btf\t'BTF-typed tracepoints only'
+raw-tp\t'Raw tracepoints only'"
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l demo -d 'Replay the small recording shipped with lbscope instead of the live kernel (no root needed)'
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -s i -l interval -d 'Interval length in seconds (`+`/`-` change it)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l speed -d 'Replay speed: recording seconds per second (`[`/`]` change it)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -s p -l pid -d 'Only this process (all its threads)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -s h -l help -d 'Print help'
 complete -c lbscope -n "__fish_lbscope_using_subcommand record" -s o -l output -d 'The recording to write (created 0600; an existing file is replaced, a symlink refused)' -r -F
 complete -c lbscope -n "__fish_lbscope_using_subcommand record" -s d -l duration -d 'Stop after this many seconds (default: until Ctrl-C)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand record" -l ringbuf-mb -d 'Ring buffer size in MiB (a power of two). Larger loses fewer events under bursts' -r
@@ -63,17 +83,22 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s p -l pid -d 'On
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l json -d 'The comparison as one JSON object'
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l tui -d 'Show the comparison in the TUI (rows and histograms side by side)'
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s h -l help -d 'Print help'
 complete -c lbscope -n "__fish_lbscope_using_subcommand export" -l perfetto -d 'Write a Perfetto trace here' -r -F
 complete -c lbscope -n "__fish_lbscope_using_subcommand export" -l jsonl -d 'Write one JSON event per line here (`-` for stdout)' -r -F
 complete -c lbscope -n "__fish_lbscope_using_subcommand export" -s h -l help -d 'Print help'
 complete -c lbscope -n "__fish_lbscope_using_subcommand doctor" -l json -d 'Print the findings as one JSON object'
 complete -c lbscope -n "__fish_lbscope_using_subcommand doctor" -s h -l help -d 'Print help'
+complete -c lbscope -n "__fish_lbscope_using_subcommand man" -s h -l help -d 'Print help'
 complete -c lbscope -n "__fish_lbscope_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report record diff export doctor completions help" -f -a "report" -d 'Print run-queue latency, migrations by reason and level, and idle-while-others-wait, per interval, from the live kernel'
-complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report record diff export doctor completions help" -f -a "record" -d 'Record every event the analyzer needs to a file, for `report`, `diff` and `export` later, on any machine'
-complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report record diff export doctor completions help" -f -a "diff" -d 'Compare two recordings: run-queue latency, migrations by reason and level, idle-while-others-wait and lost events, with whether each change is beyond the noise'
-complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report record diff export doctor completions help" -f -a "export" -d 'Convert a recording for other tools: Perfetto (ui.perfetto.dev), JSON lines, or both in one pass'
-complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report record diff export doctor completions help" -f -a "doctor" -d 'Check what this machine allows: kernel, BTF, lockdown, privileges, which tracepoints and balancer hooks load, and the topology. Every problem says what to do'
-complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report record diff export doctor completions help" -f -a "completions" -d 'Print a shell completion script (the files in completions/ are made by this)'
-complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report record diff export doctor completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report top replay record diff export doctor man completions help" -f -a "report" -d 'Print run-queue latency, migrations by reason and level, and idle-while-others-wait, per interval, from the live kernel'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report top replay record diff export doctor man completions help" -f -a "top" -d 'The live TUI: CPUs, sched domains, run-queue latency, migrations and findings, refreshed every interval'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report top replay record diff export doctor man completions help" -f -a "replay" -d 'The TUI over a recording: the same views, with a time cursor, pause, step, seek and speed, and the recording\'s metadata on screen'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report top replay record diff export doctor man completions help" -f -a "record" -d 'Record every event the analyzer needs to a file, for `report`, `diff` and `export` later, on any machine'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report top replay record diff export doctor man completions help" -f -a "diff" -d 'Compare two recordings: run-queue latency, migrations by reason and level, idle-while-others-wait and lost events, with whether each change is beyond the noise'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report top replay record diff export doctor man completions help" -f -a "export" -d 'Convert a recording for other tools: Perfetto (ui.perfetto.dev), JSON lines, or both in one pass'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report top replay record diff export doctor man completions help" -f -a "doctor" -d 'Check what this machine allows: kernel, BTF, lockdown, privileges, which tracepoints and balancer hooks load, and the topology. Every problem says what to do'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report top replay record diff export doctor man completions help" -f -a "man" -d 'Print the man page (roff), generated from these definitions'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report top replay record diff export doctor man completions help" -f -a "completions" -d 'Print a shell completion script (the files in completions/ are made by this)'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report top replay record diff export doctor man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -16,6 +16,8 @@ sat idle while tasks they could have run were waiting elsewhere.\n\nNeeds root (
 CAP_PERFMON) and a kernel with BTF. `lbscope doctor` says what this machine allows.",
     after_help = "Examples:\n  sudo lbscope report               one runqlat-style report per second\n  \
 sudo lbscope report -i 5 -c 3 --json\n  sudo lbscope report -p 1234        one process, all its threads\n  \
+sudo lbscope top                   the live TUI\n  \
+lbscope top --demo                 the TUI over a shipped recording\n  \
 sudo lbscope doctor                what this kernel allows"
 )]
 pub struct Cli {
@@ -38,6 +40,23 @@ Ctrl-C or SIGTERM print the interval so far and exit 0. The JSON fields are docu
 README (\"JSON output\")."
     )]
     Report(ReportArgs),
+    /// The live TUI: CPUs, sched domains, run-queue latency, migrations and findings,
+    /// refreshed every interval.
+    #[command(
+        after_help = "Examples:\n  sudo lbscope top\n  sudo lbscope top -i 2 --comm postgres\n  \
+lbscope top --demo                 a shipped recording, no root needed\n\n\
+Keys: tab and 1-6 switch views, arrows or j/k move, / filters by process name, p or space \
+pauses, +/- change the interval, ? lists every key, q or Ctrl-C quits."
+    )]
+    Top(TopArgs),
+    /// The TUI over a recording: the same views, with a time cursor, pause, step, seek and
+    /// speed, and the recording's metadata on screen.
+    #[command(
+        after_help = "Examples:\n  lbscope replay run.lbs\n  lbscope replay run.lbs -i 5 --comm hackbench\n\n\
+Keys: left/right seek one interval, p pauses, n steps, [ and ] change the speed, +/- the \
+interval; ? lists every key."
+    )]
+    Replay(ReplayArgs),
     /// Record every event the analyzer needs to a file, for `report`, `diff` and `export`
     /// later, on any machine.
     #[command(
@@ -52,6 +71,7 @@ last second. Ctrl-C or SIGTERM finish the file cleanly. Files are created mode 0
     /// idle-while-others-wait and lost events, with whether each change is beyond the noise.
     #[command(after_help = "Examples:\n  lbscope diff before.lbs after.lbs\n  \
 lbscope diff eevdf.lbs scx.lbs --json\n\n\
+  lbscope diff before.lbs after.lbs --tui\n\n\
 Noise: each change carries a 95% bootstrap interval over the recordings' intervals (-i); \
 `*` marks changes whose interval excludes zero. Record at least a few intervals per run.")]
     Diff(DiffArgs),
@@ -67,6 +87,9 @@ lbscope export run.lbs --perfetto run.pftrace --jsonl run.jsonl"
     /// and balancer hooks load, and the topology. Every problem says what to do.
     #[command(after_help = "Example:\n  sudo lbscope doctor")]
     Doctor(DoctorArgs),
+    /// Print the man page (roff), generated from these definitions.
+    #[command(after_help = "Example:\n  lbscope man > /usr/local/share/man/man1/lbscope.1")]
+    Man,
     /// Print a shell completion script (the files in completions/ are made by this).
     #[command(
         after_help = "Examples:\n  lbscope completions bash > /etc/bash_completion.d/lbscope\n  \
@@ -85,6 +108,68 @@ pub fn completion_script(shell: clap_complete::Shell) -> Vec<u8> {
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "lbscope", &mut out);
     out
+}
+
+/// The man page, as `lbscope man` prints it (completions/lbscope.1 is made by this): the
+/// command's page, then one section per subcommand with its full help and examples.
+pub fn man_page() -> Vec<u8> {
+    use clap::CommandFactory;
+    use std::io::Write;
+    // A fixed width, so the page is the same whatever terminal generates it.
+    let mut cmd = Cli::command().term_width(80);
+    cmd.build();
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd.clone())
+        .render(&mut out)
+        .expect("rendering to memory cannot fail");
+    for sc in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        let help = sc.clone().term_width(80).render_long_help().to_string();
+        let _ = writeln!(out, ".SH \"LBSCOPE {}\"", sc.get_name().to_uppercase());
+        let _ = writeln!(out, ".nf");
+        for line in help.lines() {
+            let line = line.replace('\\', "\\e");
+            let lead = if line.starts_with('.') || line.starts_with('\'') {
+                "\\&"
+            } else {
+                ""
+            };
+            let _ = writeln!(out, "{lead}{line}");
+        }
+        let _ = writeln!(out, ".fi");
+    }
+    out
+}
+
+/// `lbscope top`.
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// Refresh interval in seconds: the analyzer's interval (`+`/`-` change it).
+    #[arg(short = 'i', long, value_name = "SECS", default_value_t = 1.0)]
+    pub interval: f64,
+    /// Replay the small recording shipped with lbscope instead of the live kernel (no root
+    /// needed).
+    #[arg(long)]
+    pub demo: bool,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    #[command(flatten)]
+    pub collect: CollectArgs,
+}
+
+/// `lbscope replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The recording.
+    #[arg(value_name = "FILE")]
+    pub file: std::path::PathBuf,
+    /// Interval length in seconds (`+`/`-` change it).
+    #[arg(short = 'i', long, value_name = "SECS", default_value_t = 1.0)]
+    pub interval: f64,
+    /// Replay speed: recording seconds per second (`[`/`]` change it).
+    #[arg(long, value_name = "X", default_value_t = 1.0)]
+    pub speed: f64,
+    #[command(flatten)]
+    pub filter: FilterArgs,
 }
 
 /// Which tasks and CPUs a report covers.
@@ -192,8 +277,11 @@ pub struct DiffArgs {
     #[arg(short = 'i', long, value_name = "SECS", default_value_t = 1.0)]
     pub interval: f64,
     /// The comparison as one JSON object.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "tui")]
     pub json: bool,
+    /// Show the comparison in the TUI (rows and histograms side by side).
+    #[arg(long)]
+    pub tui: bool,
     #[command(flatten)]
     pub filter: FilterArgs,
 }

@@ -16,7 +16,15 @@ pub fn analyze_file(
     interval_ns: u64,
     filter: &FilterArgs,
 ) -> Result<(Header, Vec<Snapshot>, Damage), CmdError> {
-    let src = FileSource::open(path)?;
+    analyze_source(FileSource::open(path)?, interval_ns, filter)
+}
+
+/// Every interval of an opened recording, the final partial one included.
+pub fn analyze_source(
+    src: FileSource,
+    interval_ns: u64,
+    filter: &FilterArgs,
+) -> Result<(Header, Vec<Snapshot>, Damage), CmdError> {
     let topo = src.header.topology.clone();
     let filter = build_filter(filter, &topo, false)?;
     let mut analyzer = Analyzer::new(
@@ -65,6 +73,11 @@ pub fn run(args: &DiffArgs) -> Result<(), CmdError> {
     let a = RunSummary::from_snapshots(&sa, &label(&args.baseline), meta(&ha));
     let b = RunSummary::from_snapshots(&sb, &label(&args.new), meta(&hb));
     let d = crate::diff::diff(&a, &b);
+    if args.tui {
+        super::top::show_diff(d, ha.topology.clone())?;
+        damage_outcome(&args.baseline, &da)?;
+        return damage_outcome(&args.new, &db);
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.json {

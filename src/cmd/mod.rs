@@ -7,6 +7,8 @@ pub mod export;
 pub mod pipeline;
 pub mod record;
 pub mod report;
+pub mod top;
+pub mod version;
 
 /// Errors that end a command; `main` prints them and picks the exit code.
 #[derive(Debug, thiserror::Error)]
@@ -26,6 +28,9 @@ pub enum CmdError {
     /// The command ran, but over incomplete input: a damaged recording (exit 3).
     #[error("{0}")]
     Incomplete(String),
+    /// A command could not run, with what to do instead (exit 1).
+    #[error("{0}")]
+    Failed(String),
     /// Writing output failed (a closed pipe is not an error: see `main`).
     #[error("writing output: {0}")]
     Io(#[from] std::io::Error),

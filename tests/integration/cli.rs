@@ -148,3 +148,94 @@ fn completions_are_current() {
         );
     }
 }
+
+#[test]
+fn man_page_is_current() {
+    let want = lbscope::cli::man_page();
+    let path = format!("{}/completions/lbscope.1", env!("CARGO_MANIFEST_DIR"));
+    let have = std::fs::read(&path).unwrap_or_default();
+    assert!(
+        have == want,
+        "{path} is stale: regenerate with `lbscope man > {path}`"
+    );
+    let text = String::from_utf8(want).unwrap();
+    for sc in ["REPORT", "TOP", "REPLAY", "DIFF", "RECORD", "DOCTOR"] {
+        assert!(
+            text.contains(&format!("LBSCOPE {sc}")),
+            "{sc} in the man page"
+        );
+    }
+}
+
+#[test]
+fn every_subcommand_help_has_an_example() {
+    for sc in [
+        "report",
+        "record",
+        "top",
+        "replay",
+        "diff",
+        "export",
+        "doctor",
+        "completions",
+        "man",
+    ] {
+        let (code, out, err) = run(&[sc, "--help"], &[]);
+        assert_eq!(code, 0, "{sc} --help: {err}");
+        assert!(
+            out.contains("Example") && out.contains("lbscope"),
+            "an example in {sc} --help:\n{out}"
+        );
+    }
+}
+
+#[test]
+fn version_summarises_the_kernel_without_root() {
+    let o = std::process::Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_lbscope"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert!(out.starts_with(&format!("lbscope {}", env!("CARGO_PKG_VERSION"))));
+    assert!(out.contains(release.trim()), "kernel release in: {out}");
+    assert!(out.contains("BTF:") && out.contains("fentry:"), "{out}");
+    let (code, out, _) = run(&["-V"], &[]);
+    assert_eq!(code, 0);
+    assert_eq!(out.trim(), format!("lbscope {}", env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn top_without_root_says_why_in_one_line() {
+    let o = std::process::Command::new("/usr/bin/setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(env!("CARGO_BIN_EXE_lbscope"))
+        .arg("top")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_one_line_error(o.status.code().unwrap_or(-1), 1, &err, "run as root");
+    assert!(
+        err.contains("lbscope top --demo"),
+        "points to the demo: {err}"
+    );
+}
+
+#[test]
+fn tui_without_a_terminal_says_so() {
+    let (code, _, err) = run(&["replay", "tests/fixtures/recordings/golden-v1.lbs"], &[]);
+    assert_one_line_error(code, 1, &err, "needs a terminal");
+    let (code, _, err) = run(&["top", "--demo"], &[]);
+    assert_one_line_error(code, 1, &err, "needs a terminal");
+    let (code, _, err) = run(&["replay", "/nonexistent.lbs"], &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("/nonexistent.lbs"), "{err}");
+}

@@ -6,3 +6,4 @@ mod common;
 mod faults;
 mod live;
 mod record;
+mod tui;

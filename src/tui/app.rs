@@ -1,0 +1,442 @@
+//! The UI state, owned by the event loop: which view, selections, pause, the time cursor
+//! over the snapshots received so far, the typed filter, and what is known of the source.
+//! [`App::handle`] applies an action and says what the loop must do beyond redrawing
+//! ([`Effect`]); views only read this state.
+//!
+//! Invariants: `history` holds at most [`HISTORY`] snapshots, oldest first; `cursor`, when
+//! set, indexes into it; without a cursor the views show the newest snapshot.
+
+use super::keymap::Action;
+use super::tally::TaskMigrations;
+use crate::analyze::Snapshot;
+use crate::diff::Diff;
+use crate::topology::Topology;
+use std::collections::VecDeque;
+
+/// Snapshots kept for seeking back (an hour at the default interval).
+pub const HISTORY: usize = 3600;
+/// The refresh intervals `+`/`-` step through, in ms.
+pub const INTERVALS_MS: &[u64] = &[250, 500, 1000, 2000, 5000, 10_000];
+/// The replay speeds `[`/`]` step through.
+pub const SPEEDS: &[f64] = &[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0];
+
+/// The views, in tab order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    /// CPUs and headline figures.
+    Overview,
+    /// The sched-domain tree.
+    Domains,
+    /// Run-queue latency histograms.
+    Latency,
+    /// Migrations by reason and level.
+    Migrations,
+    /// Findings and measured signals.
+    Findings,
+    /// Every key.
+    Help,
+    /// The comparison of two recordings (`diff --tui` only).
+    Diff,
+}
+
+impl View {
+    /// The views reachable by tab and digits, in order.
+    pub const TABS: [View; 6] = [
+        View::Overview,
+        View::Domains,
+        View::Latency,
+        View::Migrations,
+        View::Findings,
+        View::Help,
+    ];
+
+    /// The tab title.
+    pub fn title(self) -> &'static str {
+        match self {
+            View::Overview => "Overview",
+            View::Domains => "Domains",
+            View::Latency => "Latency",
+            View::Migrations => "Migrations",
+            View::Findings => "Findings",
+            View::Help => "Help",
+            View::Diff => "Diff",
+        }
+    }
+}
+
+/// Where the events come from, as shown on screen.
+#[derive(Clone, Debug)]
+pub enum SourceInfo {
+    /// The live kernel.
+    Live {
+        /// "tracepoints only (tp_btf)" or "tracepoints with balancer hooks".
+        probe_mode: String,
+    },
+    /// A recording.
+    Replay(RecordingInfo),
+    /// Two recordings compared.
+    Diff,
+}
+
+/// A recording's metadata, for the screen.
+#[derive(Clone, Debug, Default)]
+pub struct RecordingInfo {
+    /// The file name as given.
+    pub name: String,
+    /// Host the recording was made on.
+    pub hostname: String,
+    /// Its kernel release.
+    pub kernel: String,
+    /// When it was made, "YYYY-MM-DD HH:MM UTC".
+    pub date: String,
+    /// "16 CPUs: smt llc numa".
+    pub topology: String,
+    /// Probe mode and attach kinds.
+    pub probes: String,
+    /// Recording time covered, ns (first to last snapshot end).
+    pub span_ns: u64,
+}
+
+/// What the loop must do after an action, besides redrawing.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Nothing more.
+    None,
+    /// Leave.
+    Quit,
+    /// Rebuild the analysis with this interval and process-name filter.
+    Reconfigure {
+        /// Interval, ns.
+        interval_ns: u64,
+        /// Exact process name, or none.
+        comm: Option<String>,
+    },
+}
+
+/// The whole UI state.
+#[derive(Clone, Debug)]
+pub struct App {
+    /// The current view.
+    pub view: View,
+    /// The view before help was opened.
+    pub prev_view: View,
+    /// The machine (or recording) topology.
+    pub topo: Topology,
+    /// Snapshots, oldest first.
+    pub history: VecDeque<Snapshot>,
+    /// The most migrated tasks of each snapshot, in step with `history`.
+    pub top_tasks: VecDeque<Vec<TaskMigrations>>,
+    /// The snapshot shown; `None` = the newest.
+    pub cursor: Option<usize>,
+    /// Pause: live keeps collecting but the screen holds; replay stops advancing.
+    pub paused: bool,
+    /// The analyzer's interval, ns.
+    pub interval_ns: u64,
+    /// The process-name filter in force.
+    pub comm: Option<String>,
+    /// Text being typed after `/`.
+    pub typing: Option<String>,
+    /// Selected row of the domains view.
+    pub domain_sel: usize,
+    /// Selected entry of the latency view (0 = all).
+    pub latency_sel: usize,
+    /// Selected finding.
+    pub finding_sel: usize,
+    /// Evidence of the selected finding is open.
+    pub evidence_open: bool,
+    /// Scroll of the diff and help views.
+    pub scroll: usize,
+    /// Replay speed (recording seconds per wall second).
+    pub speed: f64,
+    /// Where events come from.
+    pub source: SourceInfo,
+    /// The last warning or notice, shown in the footer.
+    pub status: Option<String>,
+    /// The source ended (replay at its end, live source gone).
+    pub ended: bool,
+    /// The comparison shown by `diff --tui`.
+    pub diff: Option<Box<Diff>>,
+    /// Clock base of the recording or machine (monotonic + base = Unix ns).
+    pub clock_base_ns: i64,
+}
+
+impl App {
+    /// A fresh state for a source.
+    pub fn new(topo: Topology, interval_ns: u64, source: SourceInfo, clock_base_ns: i64) -> App {
+        App {
+            view: View::Overview,
+            prev_view: View::Overview,
+            topo,
+            history: VecDeque::new(),
+            top_tasks: VecDeque::new(),
+            cursor: None,
+            paused: false,
+            interval_ns,
+            comm: None,
+            typing: None,
+            domain_sel: 0,
+            latency_sel: 0,
+            finding_sel: 0,
+            evidence_open: false,
+            scroll: 0,
+            speed: 1.0,
+            source,
+            status: None,
+            ended: false,
+            diff: None,
+            clock_base_ns,
+        }
+    }
+
+    /// A state showing a comparison.
+    pub fn for_diff(d: Diff, topo: Topology) -> App {
+        let mut a = App::new(topo, 1_000_000_000, SourceInfo::Diff, 0);
+        a.view = View::Diff;
+        a.prev_view = View::Diff;
+        a.diff = Some(Box::new(d));
+        a
+    }
+
+    /// The snapshot the views show.
+    pub fn current(&self) -> Option<&Snapshot> {
+        match self.cursor {
+            Some(i) => self.history.get(i),
+            None => self.history.back(),
+        }
+    }
+
+    /// Index of the shown snapshot.
+    pub fn position(&self) -> Option<usize> {
+        if self.history.is_empty() {
+            return None;
+        }
+        Some(self.cursor.unwrap_or(self.history.len() - 1))
+    }
+
+    /// The most migrated tasks of the shown snapshot.
+    pub fn current_tasks(&self) -> &[TaskMigrations] {
+        self.position()
+            .and_then(|i| self.top_tasks.get(i))
+            .map_or(&[], |v| &v[..])
+    }
+
+    /// Forgets every snapshot (the analysis restarted).
+    pub fn clear_history(&mut self) {
+        self.history.clear();
+        self.top_tasks.clear();
+        self.cursor = None;
+    }
+
+    /// Adds a snapshot without per-task figures.
+    pub fn push(&mut self, s: Snapshot) {
+        self.push_with(s, Vec::new());
+    }
+
+    /// Adds a snapshot from the analyzer and its most migrated tasks. A paused live screen
+    /// keeps showing its snapshot.
+    pub fn push_with(&mut self, s: Snapshot, tasks: Vec<TaskMigrations>) {
+        if self.paused && self.cursor.is_none() && !self.history.is_empty() {
+            self.cursor = Some(self.history.len() - 1);
+        }
+        if self.history.len() == HISTORY {
+            self.history.pop_front();
+            self.top_tasks.pop_front();
+            if let Some(c) = self.cursor.as_mut() {
+                *c = c.saturating_sub(1);
+            }
+        }
+        self.history.push_back(s);
+        self.top_tasks.push_back(tasks);
+    }
+
+    /// Replaces the snapshots (a replay re-analysed), keeping the cursor near `t_ns`.
+    pub fn replace_history(
+        &mut self,
+        snaps: Vec<(Snapshot, Vec<TaskMigrations>)>,
+        t_ns: Option<u64>,
+    ) {
+        (self.history, self.top_tasks) = snaps.into_iter().unzip();
+        self.cursor = if self.history.is_empty() {
+            None
+        } else {
+            let i = t_ns.map_or(0, |t| {
+                self.history
+                    .iter()
+                    .position(|s| s.t_end_ns >= t)
+                    .unwrap_or(self.history.len() - 1)
+            });
+            Some(i)
+        };
+    }
+
+    /// Moves the time cursor by `delta` snapshots; moving past the newest in live mode
+    /// follows the newest again.
+    pub fn seek(&mut self, delta: i64, follow_newest: bool) {
+        let Some(pos) = self.position() else { return };
+        let last = self.history.len() - 1;
+        let to = (pos as i64 + delta).clamp(0, last as i64) as usize;
+        self.cursor = if to == last && follow_newest && !self.paused {
+            None
+        } else {
+            Some(to)
+        };
+    }
+
+    fn step_interval(&self, up: bool) -> u64 {
+        let ms = self.interval_ns / 1_000_000;
+        let next = if up {
+            INTERVALS_MS.iter().find(|&&m| m > ms).copied()
+        } else {
+            INTERVALS_MS.iter().rev().find(|&&m| m < ms).copied()
+        };
+        next.map_or(self.interval_ns, |m| m * 1_000_000)
+    }
+
+    fn step_speed(&mut self, up: bool) {
+        let next = if up {
+            SPEEDS.iter().find(|&&s| s > self.speed)
+        } else {
+            SPEEDS.iter().rev().find(|&&s| s < self.speed)
+        };
+        if let Some(&s) = next {
+            self.speed = s;
+        }
+        self.status = Some(format!("speed {}x", self.speed));
+    }
+
+    fn is_live(&self) -> bool {
+        matches!(self.source, SourceInfo::Live { .. })
+    }
+
+    fn move_sel(&mut self, down: bool) {
+        let sel = match self.view {
+            View::Domains => &mut self.domain_sel,
+            View::Latency => &mut self.latency_sel,
+            View::Findings => &mut self.finding_sel,
+            View::Help | View::Diff => &mut self.scroll,
+            _ => return,
+        };
+        *sel = if down {
+            sel.saturating_add(1)
+        } else {
+            sel.saturating_sub(1)
+        };
+        if self.view == View::Findings {
+            self.evidence_open = false;
+        }
+    }
+
+    fn typed(&mut self, a: Action) -> Effect {
+        let Some(text) = self.typing.as_mut() else {
+            return Effect::None;
+        };
+        match a {
+            Action::Char(c) if text.len() < 15 => text.push(c),
+            Action::Backspace => {
+                text.pop();
+            }
+            Action::Back => self.typing = None,
+            Action::Enter => {
+                let t = self.typing.take().unwrap_or_default();
+                let comm = (!t.is_empty()).then_some(t);
+                if comm == self.comm {
+                    return Effect::None;
+                }
+                self.comm = comm.clone();
+                self.status = Some(match &comm {
+                    Some(c) => format!("filter: tasks named '{c}' (analysis restarted)"),
+                    None => "filter cleared (analysis restarted)".into(),
+                });
+                return Effect::Reconfigure {
+                    interval_ns: self.interval_ns,
+                    comm,
+                };
+            }
+            _ => {}
+        }
+        Effect::None
+    }
+
+    /// Applies one action.
+    pub fn handle(&mut self, a: Action) -> Effect {
+        if self.typing.is_some() && a != Action::Quit {
+            return self.typed(a);
+        }
+        let diff = self.diff.is_some();
+        match a {
+            Action::Quit => return Effect::Quit,
+            Action::NextView | Action::PrevView if !diff => {
+                let i = View::TABS.iter().position(|v| *v == self.view).unwrap_or(0);
+                let n = View::TABS.len();
+                let j = if a == Action::NextView {
+                    (i + 1) % n
+                } else {
+                    (i + n - 1) % n
+                };
+                self.view = View::TABS[j];
+            }
+            Action::Goto(n) if !diff => {
+                if let Some(v) = View::TABS.get(usize::from(n).saturating_sub(1)) {
+                    self.view = *v;
+                }
+            }
+            Action::Help => {
+                if self.view == View::Help {
+                    self.view = self.prev_view;
+                } else {
+                    self.prev_view = self.view;
+                    self.view = View::Help;
+                    self.scroll = 0;
+                }
+            }
+            Action::Up => self.move_sel(false),
+            Action::Down => self.move_sel(true),
+            Action::Left => self.seek(-1, self.is_live()),
+            Action::Right => self.seek(1, self.is_live()),
+            Action::Enter if self.view == View::Findings => {
+                self.evidence_open = !self.evidence_open;
+            }
+            Action::Back => {
+                self.evidence_open = false;
+                if self.view == View::Help {
+                    self.view = self.prev_view;
+                }
+            }
+            Action::Pause => {
+                self.paused = !self.paused;
+                if self.paused {
+                    self.cursor = self.position();
+                } else if self.is_live() {
+                    self.cursor = None;
+                }
+                self.status = Some(if self.paused { "paused" } else { "resumed" }.into());
+            }
+            Action::Step => {
+                self.paused = true;
+                self.seek(1, false);
+            }
+            Action::Slower | Action::Faster if !diff => {
+                let ns = self.step_interval(a == Action::Slower);
+                if ns != self.interval_ns {
+                    self.interval_ns = ns;
+                    self.status = Some(format!(
+                        "interval {:.2} s (analysis restarted)",
+                        ns as f64 / 1e9
+                    ));
+                    return Effect::Reconfigure {
+                        interval_ns: ns,
+                        comm: self.comm.clone(),
+                    };
+                }
+            }
+            Action::SpeedDown | Action::SpeedUp if matches!(self.source, SourceInfo::Replay(_)) => {
+                self.step_speed(a == Action::SpeedUp);
+            }
+            Action::Filter if !diff => {
+                self.typing = Some(self.comm.clone().unwrap_or_default());
+            }
+            _ => {}
+        }
+        Effect::None
+    }
+}

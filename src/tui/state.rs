@@ -1,0 +1,212 @@
+//! The adapter between the analyzer's [`Snapshot`] and what the views draw for domains,
+//! groups and findings. Views never dig into the snapshot for these: they read the rows
+//! built here, so when the balancer model adds group classes, imbalance and findings to the
+//! snapshot, only the functions of this file change.
+//!
+//! Today a group row carries what the per-CPU status says (idle CPUs, tasks running and
+//! waiting, PELT utilisation and capacity where sampled); `class` and `imbalance` stay
+//! `None` and are drawn as "model not available". Findings are `None` for the same reason;
+//! meanwhile [`measured_signals`] lists what is measured directly (idle-while-others-wait).
+
+use crate::analyze::{CpuStatus, Snapshot};
+use crate::cpuset::CpuSet;
+use crate::topology::Topology;
+
+/// What the views say where the balancer model would speak.
+pub const MODEL_NA: &str = "model not available";
+
+/// One scheduling group of a domain, as far as it is known.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupRow {
+    /// The group's CPUs.
+    pub span: CpuSet,
+    /// CPUs of the group running their idle task.
+    pub idle_cpus: u32,
+    /// CPUs whose state is known (first switch seen).
+    pub known_cpus: u32,
+    /// Sum of the run queues' `nr_running` (CPUs with a sample).
+    pub nr_running: u32,
+    /// Tasks seen waiting on the group's CPUs.
+    pub waiting: u32,
+    /// Sum of root CFS `util_avg` (CPUs with a sample), `None` without any.
+    pub util: Option<u64>,
+    /// Sum of `cpu_capacity` (CPUs with a sample), `None` without any.
+    pub capacity: Option<u64>,
+    /// The balancer's group type (has_spare, overloaded, ...): from the model.
+    pub class: Option<String>,
+    /// The balancer's load of the group: from the model.
+    pub load: Option<u64>,
+}
+
+/// One sched domain of one level.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DomainRow {
+    /// Level key ("smt", "llc", "numa", ...).
+    pub level: String,
+    /// The kernel's level name ("SMT", "MC", ...).
+    pub level_name: String,
+    /// Depth in the tree (0 = lowest level).
+    pub depth: usize,
+    /// The domain's span.
+    pub span: CpuSet,
+    /// Its groups.
+    pub groups: Vec<GroupRow>,
+    /// Movable idle-while-others-wait, fraction of the interval.
+    pub movable: f64,
+    /// Pinned idle-while-others-wait, fraction of the interval.
+    pub pinned: f64,
+    /// p99 run-queue latency of tasks started in the span, us (domains with samples).
+    pub p99_us: Option<f64>,
+    /// The balancer's imbalance in this domain: from the model.
+    pub imbalance: Option<i64>,
+}
+
+/// One finding: something the tool thinks went wrong, with the evidence.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FindingRow {
+    /// Short kind ("idle while others wait", ...).
+    pub kind: String,
+    /// Where: a domain or CPU.
+    pub place: String,
+    /// One-line summary with the figure.
+    pub summary: String,
+    /// Lines of evidence shown on Enter.
+    pub evidence: Vec<String>,
+}
+
+fn group_row(span: &CpuSet, cpus: &[CpuStatus]) -> GroupRow {
+    let mut g = GroupRow {
+        span: *span,
+        idle_cpus: 0,
+        known_cpus: 0,
+        nr_running: 0,
+        waiting: 0,
+        util: None,
+        capacity: None,
+        class: None,
+        load: None,
+    };
+    for c in cpus.iter().filter(|c| span.contains(c.cpu as usize)) {
+        if let Some(idle) = c.idle {
+            g.known_cpus += 1;
+            g.idle_cpus += u32::from(idle);
+        }
+        g.nr_running += c.nr_running.unwrap_or(0);
+        g.waiting += c.waiting;
+        if let Some(u) = c.util_avg {
+            g.util = Some(g.util.unwrap_or(0) + u);
+        }
+        if let Some(k) = c.capacity {
+            g.capacity = Some(g.capacity.unwrap_or(0) + k);
+        }
+    }
+    g
+}
+
+/// Every domain of every level, bottom-up, with its groups and figures.
+pub fn domains(topo: &Topology, snap: Option<&Snapshot>) -> Vec<DomainRow> {
+    let mut rows = Vec::new();
+    for (depth, level) in topo.levels.iter().enumerate() {
+        for d in &level.domains {
+            let cpus = snap.map_or(&[][..], |s| &s.cpus[..]);
+            let iww = snap.and_then(|s| {
+                s.idle_while_waiting
+                    .iter()
+                    .find(|w| w.level == level.key && w.span == d.span)
+            });
+            let p99 = snap.and_then(|s| {
+                s.runqlat_by_domain
+                    .iter()
+                    .find(|l| l.level == level.key && l.span == d.span)
+                    .map(|l| l.latency.p99)
+            });
+            rows.push(DomainRow {
+                level: level.key.clone(),
+                level_name: level.name.clone(),
+                depth,
+                span: d.span,
+                groups: d.groups.iter().map(|g| group_row(g, cpus)).collect(),
+                movable: iww.map_or(0.0, |w| w.movable_fraction),
+                pinned: iww.map_or(0.0, |w| w.pinned_fraction),
+                p99_us: p99,
+                imbalance: None,
+            });
+        }
+    }
+    rows
+}
+
+/// The balancer model's findings; `None` until the model is part of the snapshot.
+pub fn findings(_snap: &Snapshot) -> Option<Vec<FindingRow>> {
+    None
+}
+
+/// Idle-while-others-wait above this fraction of the interval is listed as a signal.
+pub const SIGNAL_MIN_FRACTION: f64 = 0.01;
+
+/// What the measurements alone point at, worst first: domains where a CPU sat idle while a
+/// task it could have run waited elsewhere in the span, for at least
+/// [`SIGNAL_MIN_FRACTION`] of the interval. Each carries the per-CPU state of its span as
+/// evidence.
+pub fn measured_signals(topo: &Topology, snap: &Snapshot) -> Vec<FindingRow> {
+    let mut v: Vec<(f64, FindingRow)> = Vec::new();
+    for w in &snap.idle_while_waiting {
+        if w.movable_fraction < SIGNAL_MIN_FRACTION {
+            continue;
+        }
+        let mut evidence = vec![
+            format!(
+                "{} {}: a CPU was idle while a movable task waited on another CPU of the span \
+                 for {:.1}% of the interval ({:.1} ms); pinned waiting {:.1}%",
+                w.level,
+                w.span,
+                w.movable_fraction * 100.0,
+                w.movable_ns as f64 / 1e6,
+                w.pinned_fraction * 100.0
+            ),
+            "per-CPU state at the end of the interval:".to_string(),
+        ];
+        for c in snap.cpus.iter().filter(|c| w.span.contains(c.cpu as usize)) {
+            evidence.push(format!(
+                "  cpu {:>3}  {:<7} nr_running {:>3}  waiting {:>3}",
+                c.cpu,
+                match c.idle {
+                    Some(true) => "idle",
+                    Some(false) => "running",
+                    None => "unknown",
+                },
+                c.nr_running.map_or("-".to_string(), |n| n.to_string()),
+                c.waiting
+            ));
+        }
+        if let Some(l) = topo.levels.iter().find(|l| l.key == w.level) {
+            evidence.push(format!(
+                "level {} ({}), kernel name {}",
+                l.key, w.span, l.name
+            ));
+        }
+        evidence.push(format!("group classes and imbalance: {MODEL_NA}"));
+        v.push((
+            w.movable_fraction,
+            FindingRow {
+                kind: "idle while others wait".into(),
+                place: format!("{} {}", w.level, w.span),
+                summary: format!("{:.1}% of the interval", w.movable_fraction * 100.0),
+                evidence,
+            },
+        ));
+    }
+    v.sort_by(|a, b| b.0.total_cmp(&a.0));
+    v.into_iter().map(|(_, f)| f).collect()
+}
+
+/// The headline idle-while-others-wait figure: the widest level's worst domain, as
+/// (level key, span, movable fraction).
+pub fn headline_idle(topo: &Topology, snap: &Snapshot) -> Option<(String, CpuSet, f64)> {
+    let top = topo.levels.last()?;
+    snap.idle_while_waiting
+        .iter()
+        .filter(|w| w.level == top.key)
+        .max_by(|a, b| a.movable_fraction.total_cmp(&b.movable_fraction))
+        .map(|w| (w.level.clone(), w.span, w.movable_fraction))
+}

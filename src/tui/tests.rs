@@ -1,0 +1,443 @@
+//! Snapshot tests of every view on ratatui's test backend, at 80x24 and 132x40, fed from
+//! the golden recording through the real file source and analyzer. Assertions compare the
+//! screen with the snapshot's own figures, so they check what is drawn, not just that
+//! something is.
+
+use super::app::{App, Effect, SourceInfo, View};
+use super::keymap::{Action, KEYS};
+use super::term::Palette;
+use super::views::{rate, us};
+use super::{recording_info, state, views};
+use crate::analyze::Snapshot;
+use crate::cli::FilterArgs;
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use std::path::PathBuf;
+
+const SIZES: [(u16, u16); 2] = [(80, 24), (132, 40)];
+
+fn golden() -> (crate::record::Header, Vec<Snapshot>) {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings/golden-v1.lbs");
+    let (h, snaps, d) =
+        crate::cmd::diff::analyze_file(&path, 1_000_000_000, &FilterArgs::default()).unwrap();
+    assert!(d.is_clean());
+    assert!(
+        snaps.len() >= 3,
+        "the golden recording spans several intervals"
+    );
+    (h, snaps)
+}
+
+/// The replay app over the golden recording, at its first interval.
+fn golden_app(view: View) -> App {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings/golden-v1.lbs");
+    let src = crate::source::file::FileSource::open(&path).unwrap();
+    let (h, analysed, _) =
+        crate::cmd::top::analyze_recording(src, 1_000_000_000, &FilterArgs::default()).unwrap();
+    let snaps: Vec<Snapshot> = analysed.iter().map(|(s, _)| s.clone()).collect();
+    assert_eq!(snaps, golden().1, "the same analysis as report and diff");
+    let mut info = recording_info("golden-v1.lbs", &h);
+    info.span_ns = snaps.last().unwrap().t_end_ns - snaps[0].t_start_ns;
+    let mut app = App::new(
+        h.topology.clone(),
+        1_000_000_000,
+        SourceInfo::Replay(info),
+        h.clock_base_ns,
+    );
+    app.replace_history(analysed, None);
+    app.view = view;
+    app
+}
+
+fn render(app: &App, w: u16, h: u16) -> String {
+    render_with(app, w, h, Palette { color: false }).0
+}
+
+fn render_with(app: &App, w: u16, h: u16, pal: Palette) -> (String, ratatui::buffer::Buffer) {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| views::draw(f, app, pal)).unwrap();
+    let buf = t.backend().buffer().clone();
+    let text = (0..h)
+        .map(|y| (0..w).map(|x| buf[(x, y)].symbol()).collect::<String>())
+        .collect::<Vec<_>>()
+        .join("\n");
+    (text, buf)
+}
+
+fn has(screen: &str, needle: &str) {
+    assert!(screen.contains(needle), "'{needle}' on screen:\n{screen}");
+}
+
+#[test]
+fn overview_shows_cpus_and_headline_figures() {
+    let app = golden_app(View::Overview);
+    let s = app.current().unwrap().clone();
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        has(&scr, "1 Overview");
+        has(&scr, "lbscope replay golden-v1.lbs");
+        has(
+            &scr,
+            &format!("migrations/s {}", rate(s.migrations.total, s.len_ns())),
+        );
+        has(
+            &scr,
+            &format!("p50 {}  p99 {}", us(s.runqlat_us.p50), us(s.runqlat_us.p99)),
+        );
+        let (lvl, span, fr) = state::headline_idle(&app.topo, &s).unwrap();
+        has(&scr, &format!("{:.1}% ({lvl} {span})", fr * 100.0));
+        has(&scr, &format!("lost events {}", s.lost_events));
+        has(&scr, "host golden-host  kernel 6.8.0-golden  2023-11-14");
+        has(&scr, "16 CPUs: smt llc numa");
+        has(&scr, "tracepoints only");
+        assert_eq!(s.cpus.len(), 16);
+        for c in &s.cpus {
+            let word = match c.idle {
+                Some(true) => "idle",
+                Some(false) => "run",
+                None => "?",
+            };
+            has(&scr, &format!("cpu{:>4} {word}", c.cpu));
+            if c.waiting > 0 {
+                has(&scr, &format!("cpu{:>4} {word} +{}", c.cpu, c.waiting));
+            }
+        }
+    }
+}
+
+#[test]
+fn domains_show_the_tree_groups_and_idle_while_waiting() {
+    let mut app = golden_app(View::Domains);
+    let s = app.current().unwrap().clone();
+    let rows = state::domains(&app.topo, Some(&s));
+    assert_eq!(rows.len(), 8 + 2 + 1, "smt x8, llc x2, numa x1");
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        has(&scr, "smt (SMT)");
+        has(&scr, "groups of smt 0-1");
+        has(&scr, "model not available");
+        if h >= 40 {
+            // Every domain fits: each with its idle-while-waiting figure.
+            for r in &rows {
+                has(&scr, &format!("{:<14}", r.span.to_string()));
+                has(&scr, &format!("{:>8.1}%", r.movable * 100.0));
+            }
+        }
+    }
+    // Down to the NUMA domain: its two groups are the LLCs.
+    for _ in 0..10 {
+        app.handle(Action::Down);
+    }
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        has(&scr, "groups of numa 0-15");
+        has(&scr, "0-7 ");
+        has(&scr, "8-15 ");
+        let numa = rows.last().unwrap();
+        has(&scr, &format!("{:>8.1}%", numa.movable * 100.0));
+        let g = &numa.groups[0];
+        has(
+            &scr,
+            &format!(
+                "{:<14} {:>5} {:>5} {:>5} {:>5}",
+                "0-7",
+                g.idle_cpus,
+                g.known_cpus - g.idle_cpus,
+                g.nr_running,
+                g.waiting
+            ),
+        );
+    }
+}
+
+#[test]
+fn latency_draws_the_log2_histogram_with_percentiles() {
+    let mut app = golden_app(View::Latency);
+    let s = app.current().unwrap().clone();
+    let l = &s.runqlat_us;
+    let peak = *l.log2_buckets.iter().max().unwrap();
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        has(&scr, "all tasks: run-queue latency");
+        has(&scr, &format!("p99 {}", us(l.p99)));
+        has(&scr, &format!("n={}", l.count));
+        for (i, &c) in l.log2_buckets.iter().enumerate().filter(|(_, c)| **c > 0) {
+            let lo = if i == 0 { 0 } else { 1u64 << i };
+            has(&scr, &format!("{lo:>6} -> "));
+            has(&scr, &format!(": {c:<7} |*"));
+        }
+        // The fullest slot's bar fills the bar width.
+        let bar_w = (w as usize - 30).saturating_sub(30).clamp(4, 40);
+        has(&scr, &format!("{peak:<7} |{}|", "*".repeat(bar_w)));
+    }
+    // Down the list: CPUs, then domains, then processes.
+    app.handle(Action::Down);
+    let cpu = &s.runqlat_by_cpu[0];
+    let scr = render(&app, 80, 24);
+    has(&scr, &format!("cpu {}: run-queue latency", cpu.cpu));
+    has(&scr, &format!("n={}", cpu.latency.count));
+    let proc_at = 1 + s.runqlat_by_cpu.len() + s.runqlat_by_domain.len();
+    for _ in 1..proc_at {
+        app.handle(Action::Down);
+    }
+    let p = &s.runqlat_by_process[0];
+    let scr = render(&app, 132, 40);
+    has(
+        &scr,
+        &format!(
+            "{} {}: run-queue latency",
+            p.tgid.unwrap(),
+            p.comm.clone().unwrap()
+        ),
+    );
+    has(&scr, &format!("p50 {}", us(p.latency.p50)));
+}
+
+#[test]
+fn migrations_show_the_reason_level_matrix_as_rates() {
+    let app = golden_app(View::Migrations);
+    let s = app.current().unwrap().clone();
+    let m = &s.migrations;
+    assert!(m.total > 0);
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        has(
+            &scr,
+            &format!(
+                "{:<16}{:>8}{:>8}{:>8}{:>8}",
+                "reason \\ level", "smt", "llc", "numa", "total"
+            ),
+        );
+        for (r, &n) in m.by_reason.iter().filter(|(_, n)| **n > 0) {
+            let cells = &m.matrix[r];
+            let mut want = format!("{r:<16}");
+            for lvl in ["smt", "llc", "numa"] {
+                let c = cells.get(lvl).copied().unwrap_or(0);
+                let cell = if c == 0 {
+                    ".".into()
+                } else {
+                    rate(c, s.len_ns())
+                };
+                want.push_str(&format!("{cell:>8}"));
+            }
+            want.push_str(&format!("{:>8}", rate(n, s.len_ns())));
+            has(&scr, &want);
+        }
+        has(&scr, &format!("{:>8}", rate(m.total, s.len_ns())));
+        has(&scr, "unknown stacks");
+        has(&scr, "most migrated tasks");
+        let tasks = app.current_tasks();
+        assert!(!tasks.is_empty(), "the golden interval moves tasks");
+        let moved: u64 = tasks.iter().map(|t| t.count).sum();
+        assert!(moved <= m.total);
+        let t = &tasks[0];
+        has(
+            &scr,
+            &format!(
+                "{:>8} {:<16}",
+                t.pid,
+                t.comm.clone().unwrap_or_else(|| "?".into())
+            ),
+        );
+        has(&scr, &format!("{:>8}/s", rate(t.count, s.len_ns())));
+    }
+}
+
+#[test]
+fn findings_list_and_evidence() {
+    let mut app = golden_app(View::Findings);
+    let s = app.current().unwrap().clone();
+    let signals = state::measured_signals(&app.topo, &s);
+    assert!(
+        !signals.is_empty(),
+        "the golden interval has idle-while-waiting"
+    );
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        has(&scr, "findings: model not available");
+        has(&scr, &format!("): {}", signals.len()));
+        has(&scr, &signals[0].place);
+        has(&scr, &signals[0].summary);
+    }
+    app.handle(Action::Down);
+    assert_eq!(app.handle(Action::Enter), Effect::None);
+    let scr = render(&app, 132, 40);
+    has(&scr, &format!("evidence: {}", signals[1].kind));
+    has(&scr, "per-CPU state at the end of the interval");
+    app.handle(Action::Back);
+    assert!(!render(&app, 80, 24).contains("evidence:"));
+}
+
+#[test]
+fn help_lists_every_key() {
+    let mut app = golden_app(View::Latency);
+    app.handle(Action::Help);
+    assert_eq!(app.view, View::Help);
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        for (k, what) in KEYS {
+            has(&scr, k);
+            has(
+                &scr,
+                &what.chars().take(w as usize - 22).collect::<String>(),
+            );
+        }
+    }
+    app.handle(Action::Help);
+    assert_eq!(app.view, View::Latency, "? again goes back");
+}
+
+#[test]
+fn diff_view_shows_rows_and_histograms_side_by_side() {
+    let (h, a) = golden();
+    let (_, b) = golden();
+    let meta = crate::diff::RunMeta {
+        kernel_release: h.kernel_release.clone(),
+        hostname: h.hostname.clone(),
+        topology_summary: "16 CPUs".into(),
+        nr_cpus: 16,
+    };
+    let ra = crate::diff::RunSummary::from_snapshots(&a, "a.lbs", meta.clone());
+    let rb = crate::diff::RunSummary::from_snapshots(&b, "b.lbs", meta);
+    let d = crate::diff::diff(&ra, &rb);
+    let hist = d.histograms.clone();
+    let app = App::for_diff(d, h.topology.clone());
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        has(&scr, "baseline a.lbs   new b.lbs");
+        has(&scr, "runqlat_us p50");
+        has(&scr, "baseline | new");
+        let peak = hist.baseline.iter().max().unwrap();
+        has(&scr, &format!("{peak:>8} "));
+        // Same run on both sides: every histogram line shows the count twice.
+        for (i, c) in hist.baseline.iter().enumerate().filter(|(_, c)| **c > 0) {
+            let lo = if i == 0 { 0 } else { 1u64 << i };
+            let line = scr
+                .lines()
+                .find(|l| l.contains(&format!("{lo:>6}-")))
+                .unwrap_or_else(|| panic!("slot {lo} on screen:\n{scr}"));
+            assert_eq!(line.matches(&format!(" {c} ")).count(), 2, "{line}");
+        }
+    }
+}
+
+#[test]
+fn keys_switch_views_pause_and_reconfigure() {
+    let mut app = golden_app(View::Overview);
+    for (n, v) in View::TABS.iter().enumerate() {
+        app.handle(Action::Goto(n as u8 + 1));
+        assert_eq!(app.view, *v);
+    }
+    app.handle(Action::NextView);
+    assert_eq!(app.view, View::Overview);
+    // Replay: right seeks, step pauses and moves one interval.
+    app.cursor = Some(0);
+    app.handle(Action::Right);
+    assert_eq!(app.position(), Some(1));
+    app.handle(Action::Step);
+    assert!(app.paused);
+    assert_eq!(app.position(), Some(2));
+    app.handle(Action::Left);
+    assert_eq!(app.position(), Some(1));
+    assert!(render(&app, 80, 24).contains("PAUSED"));
+    assert_eq!(
+        app.handle(Action::Slower),
+        Effect::Reconfigure {
+            interval_ns: 2_000_000_000,
+            comm: None
+        }
+    );
+    app.handle(Action::Filter);
+    for c in "hackbench".chars() {
+        app.handle(Action::Char(c));
+    }
+    assert!(render(&app, 80, 24).contains("filter process name: hackbench_"));
+    assert_eq!(
+        app.handle(Action::Enter),
+        Effect::Reconfigure {
+            interval_ns: 2_000_000_000,
+            comm: Some("hackbench".into())
+        }
+    );
+    app.handle(Action::SpeedUp);
+    assert_eq!(app.speed, 2.0);
+    assert_eq!(app.handle(Action::Quit), Effect::Quit);
+}
+
+#[test]
+fn live_pause_holds_the_screen_while_collecting() {
+    let (h, snaps) = golden();
+    let mut app = App::new(
+        h.topology.clone(),
+        1_000_000_000,
+        SourceInfo::Live {
+            probe_mode: "tracepoints only (tp_btf; 7 of 7 attached)".into(),
+        },
+        0,
+    );
+    assert!(render(&app, 80, 24).contains("collecting the first interval"));
+    app.push(snaps[0].clone());
+    app.handle(Action::Pause);
+    app.push(snaps[1].clone());
+    assert_eq!(app.current(), Some(&snaps[0]), "paused: the screen holds");
+    app.handle(Action::Pause);
+    assert_eq!(app.current(), Some(&snaps[1]), "resumed: the newest");
+    app.push(snaps[2].clone());
+    app.handle(Action::Left);
+    assert_eq!(app.current(), Some(&snaps[1]), "left: one interval back");
+    has(&render(&app, 80, 24), "| 1 BACK");
+    app.handle(Action::Right);
+    assert_eq!(app.cursor, None, "right at the newest: following again");
+    let scr = render(&app, 80, 24);
+    has(&scr, "lbscope top");
+    has(&scr, "probes: tracepoints only (tp_btf; 7 of 7 attached)");
+}
+
+#[test]
+fn no_color_draws_without_colours() {
+    let app = golden_app(View::Overview);
+    let (_, plain) = render_with(&app, 80, 24, Palette { color: false });
+    assert!(plain
+        .content()
+        .iter()
+        .all(|c| c.fg == ratatui::style::Color::Reset));
+    let (_, coloured) = render_with(&app, 80, 24, Palette { color: true });
+    assert!(coloured
+        .content()
+        .iter()
+        .any(|c| c.fg != ratatui::style::Color::Reset));
+}
+
+#[test]
+fn tiny_terminal_does_not_panic() {
+    for v in View::TABS {
+        let app = golden_app(v);
+        for (w, h) in [(20, 5), (1, 1), (80, 4)] {
+            render(&app, w, h);
+        }
+    }
+}
+
+#[test]
+fn probe_mode_and_dates() {
+    assert_eq!(super::utc_date(1_700_000_000), "2023-11-14 22:13 UTC");
+    assert_eq!(super::utc_date(0), "1970-01-01 00:00 UTC");
+    let p = |v: &[(&str, &str)]| {
+        super::probe_mode(
+            &v.iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(
+        p(&[("sched_switch", "tp_btf"), ("pelt_cfs_tp", "missing")]),
+        "tracepoints only (tp_btf; 1 of 2 attached)"
+    );
+    assert!(p(&[
+        ("sched_switch", "raw_tp"),
+        ("fentry/sched_balance_rq", "loads")
+    ])
+    .starts_with("tracepoints with balancer hooks (raw_tp"));
+}

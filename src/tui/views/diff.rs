@@ -1,0 +1,123 @@
+//! The diff view (`lbscope diff A B --tui`): the comparison's rows (baseline, new, change,
+//! 95% interval, `*` beyond the noise) scrolling, next to or above the two runs' run-queue
+//! latency histograms side by side.
+
+use crate::diff::Diff;
+use crate::tui::app::App;
+use crate::tui::term::Palette;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::Frame;
+
+/// Draws the diff view.
+pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
+    let Some(d) = app.diff.as_deref() else {
+        return;
+    };
+    let (table, hist) = if area.width >= 130 {
+        let [a, b] = Layout::horizontal([Constraint::Length(78), Constraint::Min(40)]).areas(area);
+        (a, b)
+    } else {
+        let [a, b] =
+            Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(area);
+        (a, b)
+    };
+    draw_table(f, table, d, app.scroll, pal);
+    draw_hists(f, hist, d, pal);
+}
+
+fn num(v: f64) -> String {
+    if v.abs() >= 1000.0 || v == v.trunc() {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn draw_table(f: &mut Frame, area: Rect, d: &Diff, scroll: usize, pal: Palette) {
+    let mut lines = vec![
+        Line::raw(format!("baseline {}   new {}", d.baseline, d.new)),
+        Line::styled(
+            format!(
+                "{:<26}{:>10}{:>10}{:>9}  {:<18}",
+                "figure", "baseline", "new", "change", "95% interval"
+            ),
+            pal.title(),
+        ),
+    ];
+    for w in &d.warnings {
+        lines.insert(1, Line::styled(format!("warning: {w}"), pal.warn()));
+    }
+    let h = (area.height as usize).saturating_sub(lines.len());
+    let start = scroll.min(d.rows.len().saturating_sub(h));
+    for r in d.rows.iter().skip(start).take(h) {
+        let sec = r.section.rsplit('.').next().unwrap_or(&r.section);
+        let label = format!("{} {}", sec, r.metric);
+        let change = r.change_pct.map_or("-".into(), |c| format!("{c:+.1}%"));
+        let ci = match (r.ci_low, r.ci_high) {
+            (Some(lo), Some(hi)) => format!("[{}, {}]", num(lo), num(hi)),
+            _ => String::new(),
+        };
+        let text = format!(
+            "{:<26}{:>10}{:>10}{:>9}  {:<18}{}",
+            label.chars().take(25).collect::<String>(),
+            num(r.baseline),
+            num(r.new),
+            change,
+            ci,
+            if r.significant { " *" } else { "" }
+        );
+        lines.push(if r.significant {
+            Line::styled(text, pal.hot())
+        } else {
+            Line::raw(text)
+        });
+    }
+    f.render_widget(Paragraph::new(lines), area);
+}
+
+fn draw_hists(f: &mut Frame, area: Rect, d: &Diff, pal: Palette) {
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .title("run-queue latency, whole runs: baseline | new");
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let (a, b) = (&d.histograms.baseline, &d.histograms.new);
+    let n = a.len().max(b.len());
+    let get = |v: &Vec<u64>, i: usize| v.get(i).copied().unwrap_or(0);
+    let first = (0..n).find(|&i| get(a, i) + get(b, i) > 0);
+    let Some(first) = first else {
+        f.render_widget(Paragraph::new("no samples"), inner);
+        return;
+    };
+    let pa = a.iter().copied().max().unwrap_or(1).max(1);
+    let pb = b.iter().copied().max().unwrap_or(1).max(1);
+    let bar = ((inner.width as usize).saturating_sub(16 + 2 * 9 + 4) / 2).clamp(3, 30);
+    let mut lines = vec![Line::styled(
+        format!(
+            "{:>14}  {:>8} {:<bar$} {:>8} {:<bar$}",
+            "usecs", "baseline", "", "new", ""
+        ),
+        pal.dim(),
+    )];
+    let rows: Vec<usize> = (first..n).collect();
+    let room = (inner.height as usize).saturating_sub(1);
+    for &i in rows.iter().skip(rows.len().saturating_sub(room)) {
+        let (lo, hi) = if i == 0 {
+            (0, 1)
+        } else {
+            (1u64 << i, (1u64 << (i + 1)) - 1)
+        };
+        let (ca, cb) = (get(a, i), get(b, i));
+        let na = (ca * bar as u64).div_ceil(pa) as usize;
+        let nb = (cb * bar as u64).div_ceil(pb) as usize;
+        lines.push(Line::from(vec![
+            Span::raw(format!("{lo:>6}-{hi:<7}  {ca:>8} ")),
+            Span::styled(format!("{:<bar$}", "*".repeat(na)), pal.bar()),
+            Span::raw(format!(" {cb:>8} ")),
+            Span::styled(format!("{:<bar$}", "*".repeat(nb)), pal.hot()),
+        ]));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}

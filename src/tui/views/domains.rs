@@ -1,0 +1,105 @@
+//! The domains view: the sched-domain tree (level, span, groups) with each domain's
+//! idle-while-others-wait time and p99 latency, and below it the groups of the selected
+//! domain with what is known of them (rows from `tui::state`).
+
+use super::{scroll_start, us, waiting};
+use crate::tui::app::App;
+use crate::tui::state::{self, DomainRow, MODEL_NA};
+use crate::tui::term::Palette;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::Frame;
+
+/// Draws the domains view.
+pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
+    if app.current().is_none() && app.ended {
+        return waiting(f, area, app);
+    }
+    let rows = state::domains(&app.topo, app.current());
+    if rows.is_empty() {
+        f.render_widget(
+            Paragraph::new("no sched domains: a single CPU, or the topology was not read"),
+            area,
+        );
+        return;
+    }
+    let sel = app.domain_sel.min(rows.len() - 1);
+    let groups = rows[sel].groups.len() as u16;
+    // The group table gets its rows, plus header and title, within half the screen.
+    let detail_h = (groups + 3).min(area.height / 2).max(4);
+    let [tree, detail] =
+        Layout::vertical([Constraint::Min(3), Constraint::Length(detail_h)]).areas(area);
+    draw_tree(f, tree, &rows, sel, pal);
+    draw_groups(f, detail, &rows[sel], pal);
+}
+
+fn draw_tree(f: &mut Frame, area: Rect, rows: &[DomainRow], sel: usize, pal: Palette) {
+    let mut lines = vec![Line::styled(
+        format!(
+            "{:<18} {:<14} {:>6} {:>9} {:>8} {:>9}  imbalance",
+            "level", "span", "groups", "idle-wait", "pinned", "p99"
+        ),
+        pal.title(),
+    )];
+    let height = area.height.saturating_sub(1) as usize;
+    let start = scroll_start(sel, height, rows.len());
+    for (i, d) in rows.iter().enumerate().skip(start).take(height) {
+        let level = format!("{}{} ({})", "  ".repeat(d.depth), d.level, d.level_name);
+        let text = format!(
+            "{:<18} {:<14} {:>6} {:>8.1}% {:>7.1}% {:>9}  {}",
+            level,
+            d.span.to_string(),
+            d.groups.len(),
+            d.movable * 100.0,
+            d.pinned * 100.0,
+            d.p99_us.map_or("-".into(), us),
+            d.imbalance.map_or("n/a".into(), |v| v.to_string()),
+        );
+        let st = if i == sel {
+            pal.selected()
+        } else if d.movable >= 0.05 {
+            pal.hot()
+        } else {
+            Default::default()
+        };
+        lines.push(Line::styled(text, st));
+    }
+    f.render_widget(Paragraph::new(lines), area);
+}
+
+fn draw_groups(f: &mut Frame, area: Rect, d: &DomainRow, pal: Palette) {
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .title(format!("groups of {} {}", d.level, d.span));
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let mut lines = vec![Line::styled(
+        format!(
+            "{:<14} {:>5} {:>5} {:>5} {:>5} {:>6} {:>6}  class",
+            "span", "idle", "run", "nr", "wait", "util", "cap"
+        ),
+        pal.title(),
+    )];
+    let opt = |v: Option<u64>| v.map_or("-".to_string(), |x| x.to_string());
+    for g in &d.groups {
+        let run = g.known_cpus - g.idle_cpus;
+        lines.push(Line::from(vec![
+            Span::raw(format!(
+                "{:<14} {:>5} {:>5} {:>5} {:>5} {:>6} {:>6}  ",
+                g.span.to_string(),
+                g.idle_cpus,
+                run,
+                g.nr_running,
+                g.waiting,
+                opt(g.util),
+                opt(g.capacity),
+            )),
+            match &g.class {
+                Some(c) => Span::raw(c.clone()),
+                None => Span::styled(MODEL_NA, pal.dim()),
+            },
+        ]));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}

@@ -1,0 +1,190 @@
+//! Drawing: the frame (title line, tabs, footer) and one module per view. Every function
+//! here reads the [`App`] and the snapshot it points at; none changes state.
+
+mod diff;
+mod domains;
+mod findings;
+mod help;
+mod latency;
+mod migrations;
+mod overview;
+
+use super::app::{App, SourceInfo, View};
+use super::term::Palette;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+/// Draws the whole screen.
+pub fn draw(f: &mut Frame, app: &App, pal: Palette) {
+    let [top, tabs, body, foot] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Min(1),
+        Constraint::Length(1),
+    ])
+    .areas(f.area());
+    f.render_widget(Paragraph::new(title_line(app, pal)), top);
+    f.render_widget(Paragraph::new(tab_line(app, pal)), tabs);
+    match app.view {
+        View::Overview => overview::draw(f, body, app, pal),
+        View::Domains => domains::draw(f, body, app, pal),
+        View::Latency => latency::draw(f, body, app, pal),
+        View::Migrations => migrations::draw(f, body, app, pal),
+        View::Findings => findings::draw(f, body, app, pal),
+        View::Help => help::draw(f, body, app, pal),
+        View::Diff => diff::draw(f, body, app, pal),
+    }
+    f.render_widget(Paragraph::new(footer_line(app, pal)), foot);
+}
+
+fn title_line(app: &App, pal: Palette) -> Line<'static> {
+    let mut s = vec![Span::styled(
+        match &app.source {
+            SourceInfo::Live { .. } => "lbscope top".to_string(),
+            SourceInfo::Replay(r) => format!("lbscope replay {}", r.name),
+            SourceInfo::Diff => "lbscope diff".to_string(),
+        },
+        pal.title(),
+    )];
+    if app.diff.is_none() {
+        let behind = match (app.cursor, &app.source) {
+            (Some(c), SourceInfo::Live { .. }) => app.history.len().saturating_sub(c + 1),
+            _ => 0,
+        };
+        if app.paused {
+            s.push(Span::styled(" | PAUSED", pal.warn()));
+        } else if behind > 0 {
+            s.push(Span::styled(format!(" | {behind} BACK"), pal.warn()));
+        } else if app.ended {
+            s.push(Span::styled(" | END", pal.warn()));
+        }
+        if let SourceInfo::Replay(r) = &app.source {
+            let first = app.history.front().map_or(0, |s| s.t_start_ns);
+            let at = app
+                .current()
+                .map_or(0, |s| s.t_end_ns.saturating_sub(first));
+            s.push(Span::raw(format!(
+                " | t {:.1}/{:.1} s {}x",
+                at as f64 / 1e9,
+                r.span_ns as f64 / 1e9,
+                app.speed
+            )));
+        }
+        s.push(Span::raw(format!(
+            " | every {}",
+            secs(app.interval_ns as f64 / 1e9)
+        )));
+        if let Some(c) = &app.comm {
+            s.push(Span::raw(format!(" | comm={c}")));
+        }
+        if let Some(snap) = app.current() {
+            s.push(Span::raw(format!(
+                " | {} UTC",
+                time_of_day(snap.t_end_ns, app.clock_base_ns)
+            )));
+        }
+    }
+    Line::from(s)
+}
+
+fn tab_line(app: &App, pal: Palette) -> Line<'static> {
+    if app.diff.is_some() {
+        return Line::from(vec![
+            Span::styled("Diff", pal.selected()),
+            Span::raw("  (? help)"),
+        ]);
+    }
+    let mut s = Vec::new();
+    for (i, v) in View::TABS.iter().enumerate() {
+        let label = format!("{} {}", i + 1, v.title());
+        s.push(if *v == app.view {
+            Span::styled(label, pal.selected())
+        } else {
+            Span::raw(label)
+        });
+        s.push(Span::raw(" "));
+    }
+    Line::from(s)
+}
+
+fn footer_line(app: &App, pal: Palette) -> Line<'static> {
+    if let Some(t) = &app.typing {
+        return Line::from(vec![
+            Span::styled("filter process name: ", pal.title()),
+            Span::raw(format!("{t}_")),
+            Span::styled("  (enter applies, esc cancels)", pal.dim()),
+        ]);
+    }
+    let keys = if app.diff.is_some() {
+        "q quit  j/k scroll  ? help"
+    } else if matches!(app.source, SourceInfo::Replay(_)) {
+        "q quit  ? help  p pause  <-/-> seek  n step  [/] speed  +/- interval  / filter"
+    } else {
+        "q quit  ? help  tab/1-6 views  p pause  +/- interval  / filter"
+    };
+    match &app.status {
+        Some(st) => Line::from(vec![
+            Span::styled(st.clone(), pal.warn()),
+            Span::styled(format!("  | {keys}"), pal.dim()),
+        ]),
+        None => Line::from(Span::styled(keys, pal.dim())),
+    }
+}
+
+/// A placeholder when no interval has closed yet.
+fn waiting(f: &mut Frame, area: Rect, app: &App) {
+    let msg = if app.ended {
+        "the source ended before a full interval: nothing to show"
+    } else {
+        "collecting the first interval..."
+    };
+    f.render_widget(Paragraph::new(msg), area);
+}
+
+/// `1.5 s`, `250 ms`.
+pub fn secs(s: f64) -> String {
+    if s < 1.0 {
+        format!("{:.0} ms", s * 1e3)
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
+/// A latency in microseconds, compact.
+pub fn us(v: f64) -> String {
+    if v >= 10_000.0 {
+        format!("{:.1} ms", v / 1e3)
+    } else {
+        format!("{v:.0} us")
+    }
+}
+
+/// A per-second rate, compact.
+pub fn rate(count: u64, len_ns: u64) -> String {
+    if len_ns == 0 {
+        return "-".into();
+    }
+    let r = count as f64 * 1e9 / len_ns as f64;
+    if r >= 100.0 || r == 0.0 {
+        format!("{r:.0}")
+    } else {
+        format!("{r:.1}")
+    }
+}
+
+/// `HH:MM:SS` of a monotonic timestamp, UTC.
+pub fn time_of_day(mono_ns: u64, clock_base_ns: i64) -> String {
+    let epoch_ns = mono_ns as i128 + clock_base_ns as i128;
+    let secs = epoch_ns.div_euclid(1_000_000_000).rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
+/// The first row to show so that `sel` is visible in `height` rows.
+pub fn scroll_start(sel: usize, height: usize, len: usize) -> usize {
+    if height == 0 || len <= height {
+        return 0;
+    }
+    sel.saturating_sub(height - 1).min(len - height)
+}

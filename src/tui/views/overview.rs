@@ -1,0 +1,152 @@
+//! The overview: headline figures of the interval (migrations per second by reason,
+//! run-queue latency p50/p99, idle-while-others-wait, findings, lost events, probe mode),
+//! a recording's metadata in replay, and one cell per CPU (idle or running, tasks waiting).
+
+use super::{rate, us, waiting};
+use crate::tui::app::{App, SourceInfo};
+use crate::tui::state::{self, MODEL_NA};
+use crate::tui::term::Palette;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::Frame;
+
+/// Width of one CPU cell: "cpu  15 run  +12  ".
+const CELL: u16 = 18;
+
+/// Draws the overview.
+pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
+    let Some(s) = app.current() else {
+        let mut lines = meta_lines(app);
+        lines.insert(0, Line::raw("collecting the first interval..."));
+        if app.ended {
+            waiting(f, area, app);
+        } else {
+            f.render_widget(Paragraph::new(lines), area);
+        }
+        return;
+    };
+    let mut lines = Vec::new();
+    let len = s.len_ns();
+    let mut reasons: Vec<(&String, &u64)> = s
+        .migrations
+        .by_reason
+        .iter()
+        .filter(|(_, c)| **c > 0)
+        .collect();
+    reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let mut mig = vec![
+        Span::styled("migrations/s ", pal.title()),
+        Span::raw(rate(s.migrations.total, len)),
+    ];
+    for (r, c) in reasons.iter().take(5) {
+        mig.push(Span::raw(format!("  {r} {}", rate(**c, len))));
+    }
+    lines.push(Line::from(mig));
+    let l = &s.runqlat_us;
+    lines.push(Line::from(vec![
+        Span::styled("runqlat ", pal.title()),
+        Span::raw(format!(
+            "p50 {}  p99 {}  max {}  ({} samples)",
+            us(l.p50),
+            us(l.p99),
+            us(l.max),
+            l.count
+        )),
+    ]));
+    let idle = match state::headline_idle(&app.topo, s) {
+        Some((lvl, span, fr)) => {
+            let st = if fr >= 0.05 { pal.hot() } else { pal.busy() };
+            vec![
+                Span::styled("idle while others wait ", pal.title()),
+                Span::styled(format!("{:.1}%", fr * 100.0), st),
+                Span::raw(format!(" ({lvl} {span})")),
+            ]
+        }
+        None => vec![
+            Span::styled("idle while others wait ", pal.title()),
+            Span::raw("-"),
+        ],
+    };
+    lines.push(Line::from(idle));
+    let findings = match state::findings(s) {
+        Some(v) => format!("{}", v.len()),
+        None => format!(
+            "{MODEL_NA} ({} measured signals)",
+            state::measured_signals(&app.topo, s).len()
+        ),
+    };
+    let lost_style = if s.lost_events > 0 {
+        pal.hot()
+    } else {
+        Default::default()
+    };
+    lines.push(Line::from(vec![
+        Span::styled("findings ", pal.title()),
+        Span::raw(findings),
+        Span::styled("  lost events ", pal.title()),
+        Span::styled(s.lost_events.to_string(), lost_style),
+    ]));
+    lines.extend(meta_lines(app));
+    let head = lines.len() as u16;
+    let [top, grid] = Layout::vertical([Constraint::Length(head), Constraint::Min(0)]).areas(area);
+    f.render_widget(Paragraph::new(lines), top);
+    cpu_grid(f, grid, app, pal);
+}
+
+/// The probe mode (live) or the recording's metadata (replay).
+fn meta_lines(app: &App) -> Vec<Line<'static>> {
+    match &app.source {
+        SourceInfo::Live { probe_mode } => vec![Line::raw(format!(
+            "probes: {probe_mode}  |  {} CPUs",
+            app.topo.online.len()
+        ))],
+        SourceInfo::Replay(r) => vec![
+            Line::raw(format!(
+                "recording: host {}  kernel {}  {}",
+                r.hostname, r.kernel, r.date
+            )),
+            Line::raw(format!("topology {}  probes: {}", r.topology, r.probes)),
+        ],
+        SourceInfo::Diff => Vec::new(),
+    }
+}
+
+fn cpu_grid(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
+    let Some(s) = app.current() else { return };
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .title("CPUs: run/idle, +tasks waiting");
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let per_row = (inner.width / CELL).max(1) as usize;
+    let mut lines = Vec::new();
+    for chunk in s.cpus.chunks(per_row).take(inner.height as usize) {
+        let mut spans = Vec::new();
+        for c in chunk {
+            let (word, st) = match c.idle {
+                Some(true) => ("idle", pal.dim()),
+                Some(false) => ("run ", pal.busy()),
+                None => ("?   ", pal.dim()),
+            };
+            spans.push(Span::raw(format!("cpu{:>4} ", c.cpu)));
+            spans.push(Span::styled(word, st));
+            let w = if c.waiting > 0 {
+                Span::styled(format!(" +{:<4}", c.waiting), pal.hot())
+            } else {
+                Span::raw("      ")
+            };
+            spans.push(w);
+        }
+        lines.push(Line::from(spans));
+    }
+    let shown = per_row * inner.height as usize;
+    if s.cpus.len() > shown && !lines.is_empty() {
+        let last = lines.len() - 1;
+        lines[last] = Line::raw(format!(
+            "... {} more CPUs: enlarge the window",
+            s.cpus.len() - shown + per_row
+        ));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}

@@ -1,0 +1,409 @@
+//! The TUI as a new user meets it: `lbscope top` live in a tmux terminal while a workload
+//! runs, `lbscope replay` over the golden recording, `top --demo` and `diff --tui`. Keys are
+//! sent with `tmux send-keys`, the screen read with `tmux capture-pane`; after `q`, Ctrl-C
+//! or SIGTERM the terminal must be back to normal (alternate screen left, cursor shown, the
+//! shell's output visible).
+
+use crate::common::*;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A tmux session on a private server, running a shell.
+struct Tmux {
+    socket: String,
+    name: String,
+}
+
+impl Tmux {
+    fn tmux(&self) -> Command {
+        let mut c = Command::new(require_tool("tmux", "tmux"));
+        c.args(["-L", &self.socket]);
+        c
+    }
+
+    /// A `w`x`h` terminal running `cmd` from a plain shell, followed by `echo EXITED-$?`.
+    fn start(tag: &str, cmd: &str, w: u16, h: u16) -> Tmux {
+        let t = Tmux {
+            // A server per terminal: a server exiting after the last session must not race
+            // the next test's start.
+            socket: format!("lbscope-test-{}-{tag}", std::process::id()),
+            name: tag.to_string(),
+        };
+        let ok = t
+            .tmux()
+            .args(["new-session", "-d", "-s", tag])
+            .args(["-x", &w.to_string(), "-y", &h.to_string()])
+            .args(["env", "PS1=$ ", "bash", "--norc", "--noprofile"])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "tmux starts");
+        let _ = t
+            .tmux()
+            .args(["set-option", "-t", tag, "status", "off"])
+            .status();
+        let _ = t
+            .tmux()
+            .args(["resize-window", "-t", tag])
+            .args(["-x", &w.to_string(), "-y", &h.to_string()])
+            .status();
+        t.keys_literal(&format!(
+            "cd {} && {cmd}; echo EXITED-$?",
+            env!("CARGO_MANIFEST_DIR")
+        ));
+        t.keys("Enter");
+        t
+    }
+
+    /// Sends tmux key names ("q", "Enter", "Right", "C-c").
+    fn keys(&self, k: &str) {
+        let ok = self
+            .tmux()
+            .args(["send-keys", "-t", &self.name, k])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "send-keys {k}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+
+    fn keys_literal(&self, text: &str) {
+        let ok = self
+            .tmux()
+            .args(["send-keys", "-t", &self.name, "-l", text])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "send-keys -l");
+    }
+
+    fn screen(&self) -> String {
+        let o = self
+            .tmux()
+            .args(["capture-pane", "-p", "-t", &self.name])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// tmux's view of the pane: `#{alternate_on} #{cursor_flag}`.
+    fn modes(&self) -> String {
+        let o = self
+            .tmux()
+            .args(["display-message", "-p", "-t", &self.name])
+            .arg("#{alternate_on} #{cursor_flag}")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+
+    /// The screen once the shell printed the exit status (a line starting `EXITED-`, not
+    /// the command line that contains it).
+    fn wait_exit(&self) -> String {
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            let s = self.screen();
+            if s.lines().any(|l| l.starts_with("EXITED-")) {
+                return s;
+            }
+            if Instant::now() > end {
+                panic!("no exit status within 10 s:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The screen once it contains every needle.
+    fn wait_for(&self, needles: &[&str], timeout: Duration) -> String {
+        let end = Instant::now() + timeout;
+        loop {
+            let s = self.screen();
+            if needles.iter().all(|n| s.contains(n)) {
+                return s;
+            }
+            if Instant::now() > end {
+                panic!("{needles:?} not on screen within {timeout:?}:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// `key` (q or C-c), then the terminal is back to the shell: normal screen, cursor
+    /// visible, exit 0.
+    fn quit_cleanly_with(&self, key: &str) {
+        self.keys(key);
+        let s = self.wait_exit();
+        assert!(s.lines().any(|l| l == "EXITED-0"), "exit status 0:\n{s}");
+        assert_eq!(self.modes(), "0 1", "alternate screen left, cursor shown");
+        // The command line typed before the TUI is on screen again, and the prompt after.
+        assert!(
+            s.contains("; echo EXITED-$?"),
+            "the shell's screen is back:\n{s}"
+        );
+        assert!(s.lines().any(|l| l.starts_with("$ ")), "a prompt:\n{s}");
+    }
+}
+
+impl Tmux {
+    fn quit_cleanly(&self) {
+        self.quit_cleanly_with("q");
+    }
+
+    /// The pid of the program the pane's shell runs.
+    fn child_pid(&self) -> u32 {
+        let o = self
+            .tmux()
+            .args(["display-message", "-p", "-t", &self.name, "#{pane_pid}"])
+            .output()
+            .unwrap();
+        let shell = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        let children =
+            std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+        children
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("the shell runs lbscope")
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self
+            .tmux()
+            .arg("kill-server")
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_lbscope")
+}
+
+/// The number after `key` on the first line holding it.
+fn number_after(screen: &str, key: &str) -> f64 {
+    let line = screen
+        .lines()
+        .find(|l| l.contains(key))
+        .unwrap_or_else(|| panic!("'{key}' on screen:\n{screen}"));
+    let rest = &line[line.find(key).unwrap() + key.len()..];
+    let num: String = rest
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    num.parse()
+        .unwrap_or_else(|_| panic!("a number after '{key}' in: {line}"))
+}
+
+#[test]
+fn top_live_shows_every_view_and_quits_cleanly() {
+    let Some(_g) = live_guard() else { return };
+    let comm = format!("lbstui{}", std::process::id() % 100_000);
+    let mut load = example("mixed")
+        .args(["--cpu-threads", "2", "--io-threads", "2"])
+        .args(["--duration-ms", "40000", "--comm", &comm])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Tmux::start("top", &format!("{} top", bin()), 100, 30);
+    // Overview: live figures once the first interval closed.
+    let s = t.wait_for(
+        &["runqlat p50", "probes: tracepoints"],
+        Duration::from_secs(15),
+    );
+    assert!(s.contains("lbscope top"), "{s}");
+    assert!(number_after(&s, "runqlat p50 ") >= 0.0);
+    let s = t.wait_for(&["samples)"], Duration::from_secs(5));
+    let samples = s
+        .lines()
+        .find(|l| l.contains("samples)"))
+        .and_then(|l| l.rsplit('(').next())
+        .and_then(|x| x.split_whitespace().next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap();
+    assert!(samples > 0, "run-queue latency samples under load:\n{s}");
+    let cpus = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let n_cpus = lbscope::cpuset::CpuSet::parse_list(cpus.trim())
+        .unwrap()
+        .len();
+    let cells = s.matches("cpu ").count();
+    assert!(cells >= n_cpus.min(20), "a cell per CPU ({n_cpus}):\n{s}");
+    assert!(s.contains(" run"), "a running CPU under load:\n{s}");
+
+    t.keys("2");
+    let s = t.wait_for(&["level", "idle-wait", "groups of"], Duration::from_secs(3));
+    assert!(s.contains("model not available"), "{s}");
+
+    t.keys("3");
+    let s = t.wait_for(
+        &["all tasks: run-queue latency", "n="],
+        Duration::from_secs(3),
+    );
+    assert!(number_after(&s, "n=") > 0.0, "{s}");
+    assert!(s.contains("|*"), "histogram bars:\n{s}");
+    assert!(s.contains(&comm), "the workload in the process list:\n{s}");
+
+    // Filter by the workload's name: the analysis restarts on its tasks only.
+    t.keys("/");
+    t.keys_literal(&comm);
+    t.keys("Enter");
+    let s = t.wait_for(&[&format!("comm={comm}")], Duration::from_secs(3));
+    assert!(s.contains("analysis restarted"), "{s}");
+    let s = t.wait_for(
+        &["all tasks: run-queue latency", &format!(" {comm}")],
+        Duration::from_secs(5),
+    );
+    assert!(!s.contains(" lbscope "), "only the workload's tasks:\n{s}");
+
+    t.keys("4");
+    t.wait_for(
+        &[
+            "migrations/s:",
+            "reason \\ level",
+            "most migrated tasks",
+            "unknown stacks",
+        ],
+        Duration::from_secs(3),
+    );
+    t.keys("5");
+    t.wait_for(
+        &["findings: model not available", "measured signals"],
+        Duration::from_secs(3),
+    );
+    t.keys("?");
+    t.wait_for(
+        &["keys", "q  ctrl-c", "filter by process name"],
+        Duration::from_secs(3),
+    );
+    t.keys("6");
+    t.wait_for(&["q  ctrl-c"], Duration::from_secs(3));
+
+    // Pause holds the screen while collection goes on.
+    t.keys("1");
+    t.keys("p");
+    let held = t.wait_for(&["PAUSED"], Duration::from_secs(3));
+    let clock = |s: &str| {
+        s.lines().next().and_then(|l| {
+            l.split(" | ")
+                .find(|x| x.ends_with("UTC"))
+                .map(str::to_string)
+        })
+    };
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(clock(&t.screen()), clock(&held), "paused: same interval");
+    t.keys("p");
+    std::thread::sleep(Duration::from_millis(2500));
+    let s = t.screen();
+    assert!(!s.contains("PAUSED"), "{s}");
+    assert_ne!(clock(&s), clock(&held), "resumed: newer intervals");
+
+    t.quit_cleanly();
+    let _ = load.kill();
+    let _ = load.wait();
+}
+
+#[test]
+fn replay_walks_the_golden_recording() {
+    let golden = "tests/fixtures/recordings/golden-v1.lbs";
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(golden);
+    let (_, snaps, _) = lbscope::cmd::diff::analyze_file(
+        &path,
+        1_000_000_000,
+        &lbscope::cli::FilterArgs::default(),
+    )
+    .unwrap();
+    let us = lbscope::tui::views::us;
+    // Slow enough that the first interval stays on screen while it is checked.
+    let t = Tmux::start(
+        "replay",
+        &format!("{} replay {golden} --speed 0.01", bin()),
+        100,
+        30,
+    );
+    let s = t.wait_for(
+        &["lbscope replay", "host golden-host", "kernel 6.8.0-golden"],
+        Duration::from_secs(10),
+    );
+    assert!(s.contains("16 CPUs: smt llc numa"), "{s}");
+    assert!(s.contains("probes: tracepoints only"), "{s}");
+    assert!(s.contains("t 1.0/3.2 s 0.01x"), "time cursor:\n{s}");
+    for cpu in 0..16 {
+        assert!(s.contains(&format!("cpu{cpu:>4} ")), "cpu {cpu}:\n{s}");
+    }
+    let first = &snaps[0].runqlat_us;
+    assert!(
+        s.contains(&format!("p50 {}  p99 {}", us(first.p50), us(first.p99))),
+        "the first interval's figures:\n{s}"
+    );
+    // Seek forward: the second interval's figures.
+    t.keys("p");
+    t.keys("Right");
+    let second = &snaps[1].runqlat_us;
+    let s = t.wait_for(
+        &["t 2.0/3.2 s", &format!("p99 {}", us(second.p99))],
+        Duration::from_secs(3),
+    );
+    assert!(s.contains("PAUSED"), "{s}");
+    t.keys("3");
+    t.wait_for(
+        &[&format!("n={}", second.count), "|*"],
+        Duration::from_secs(3),
+    );
+    t.keys("n");
+    t.wait_for(&["t 3.0/3.2 s"], Duration::from_secs(3));
+    t.keys("Left");
+    t.wait_for(&["t 2.0/3.2 s"], Duration::from_secs(3));
+    t.keys("]");
+    t.wait_for(&["0.25x"], Duration::from_secs(3));
+    t.keys("+");
+    t.wait_for(
+        &["every 2.0 s", "analysis restarted"],
+        Duration::from_secs(3),
+    );
+    // A smaller terminal: everything still fits, footer included.
+    let _ = t
+        .tmux()
+        .args(["resize-window", "-t", "replay", "-x", "80", "-y", "24"])
+        .status();
+    std::thread::sleep(Duration::from_millis(500));
+    let s = t.wait_for(&["1 Overview", "q quit"], Duration::from_secs(3));
+    assert!(s.lines().all(|l| l.chars().count() <= 80), "{s}");
+    t.quit_cleanly();
+}
+
+#[test]
+fn demo_and_diff_tui() {
+    let t = Tmux::start("demo", &format!("{} top --demo", bin()), 100, 30);
+    let s = t.wait_for(
+        &["demo (examples/demo.lbs)", "recording: host", "runqlat p50"],
+        Duration::from_secs(10),
+    );
+    assert!(s.contains("cpu   0"), "{s}");
+    t.quit_cleanly_with("C-c");
+    let golden = "tests/fixtures/recordings/golden-v1.lbs";
+    let t = Tmux::start(
+        "diff",
+        &format!("{} diff {golden} {golden} --tui", bin()),
+        140,
+        40,
+    );
+    let s = t.wait_for(
+        &["runqlat_us p50", "baseline | new", "+0.0%"],
+        Duration::from_secs(10),
+    );
+    assert!(s.contains("golden-v1.lbs"), "{s}");
+    t.keys("j");
+    // SIGTERM (a service manager, `kill`): the terminal is restored all the same.
+    let pid = t.child_pid();
+    let ok = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -TERM {pid}");
+    let s = t.wait_exit();
+    assert!(s.lines().any(|l| l == "EXITED-0"), "SIGTERM exits 0:\n{s}");
+    assert_eq!(t.modes(), "0 1", "alternate screen left, cursor shown");
+}
