@@ -43,6 +43,9 @@ pub fn run(
 ) -> io::Result<()> {
     let pal = Palette::from_env();
     let mut dirty = true;
+    // A fault drill: the end-to-end tests make the TUI panic after its first screen to check
+    // that the panic hook gives the terminal back.
+    let drill = std::env::var_os("LBSCOPE_PANIC_DRILL").is_some();
     let result = loop {
         if stop.load(Ordering::SeqCst) {
             break Ok(());
@@ -52,6 +55,9 @@ pub fn run(
                 break Err(e);
             }
             dirty = false;
+            if drill {
+                panic!("LBSCOPE_PANIC_DRILL: a panic on purpose, after the first screen");
+            }
         }
         match event::poll(TICK) {
             Ok(true) => match event::read() {

@@ -7,13 +7,22 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::Terminal;
 use std::io::{self, IsTerminal, Stdout};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
 /// The terminal type the loop draws on.
 pub type Term = Terminal<CrosstermBackend<Stdout>>;
 
-/// Leaves raw mode and the alternate screen and shows the cursor. Safe to call twice.
+/// Whether the terminal is in UI mode (raw, alternate screen).
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// Leaves raw mode and the alternate screen and shows the cursor. Only the first call after
+/// entering does anything: leaving the alternate screen twice would move the cursor back
+/// over what was printed in between (a panic message).
 pub fn restore() {
+    if !ACTIVE.swap(false, Ordering::SeqCst) {
+        return;
+    }
     let _ = terminal::disable_raw_mode();
     let _ = execute!(io::stdout(), terminal::LeaveAlternateScreen, cursor::Show);
 }
@@ -51,6 +60,7 @@ pub fn enter() -> io::Result<Guard> {
     }
     install_panic_hook();
     terminal::enable_raw_mode()?;
+    ACTIVE.store(true, Ordering::SeqCst);
     if let Err(e) = execute!(io::stdout(), terminal::EnterAlternateScreen, cursor::Hide) {
         restore();
         return Err(e);

@@ -374,6 +374,35 @@ fn replay_walks_the_golden_recording() {
 }
 
 #[test]
+fn a_panic_gives_the_terminal_back() {
+    let t = Tmux::start(
+        "panic",
+        &format!(
+            "LBSCOPE_PANIC_DRILL=1 RUST_BACKTRACE=0 {} top --demo",
+            bin()
+        ),
+        200,
+        30,
+    );
+    let s = t.wait_exit();
+    assert!(
+        s.lines()
+            .any(|l| l.starts_with("EXITED-") && l != "EXITED-0"),
+        "a panic is a failure:\n{s}"
+    );
+    // The whole message, its first line included: nothing moved the cursor back over it.
+    assert!(
+        s.contains("thread 'main'") && s.contains("a panic on purpose"),
+        "the message is readable:\n{s}"
+    );
+    assert_eq!(t.modes(), "0 1", "alternate screen left, cursor shown");
+    assert!(
+        s.contains("; echo EXITED-$?"),
+        "the shell's screen is back:\n{s}"
+    );
+}
+
+#[test]
 fn demo_and_diff_tui() {
     let t = Tmux::start("demo", &format!("{} top --demo", bin()), 100, 30);
     let s = t.wait_for(
