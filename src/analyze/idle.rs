@@ -107,6 +107,8 @@ pub struct IdleAccounting {
     cpu_doms: Vec<Vec<u32>>,
     /// CPUs touched since the last `settle`.
     touched: Vec<u32>,
+    /// Scratch list of domains to re-evaluate, kept to avoid an allocation per event.
+    dom_scratch: Vec<u32>,
 }
 
 impl IdleAccounting {
@@ -142,6 +144,7 @@ impl IdleAccounting {
             doms,
             cpu_doms,
             touched: Vec::new(),
+            dom_scratch: Vec::new(),
         }
     }
 
@@ -232,7 +235,8 @@ impl IdleAccounting {
         if self.touched.is_empty() {
             return;
         }
-        let mut dom_ids: Vec<u32> = Vec::new();
+        let mut dom_ids = std::mem::take(&mut self.dom_scratch);
+        dom_ids.clear();
         for cpu in self.touched.drain(..) {
             if let Some(ds) = self.cpu_doms.get(cpu as usize) {
                 dom_ids.extend_from_slice(ds);
@@ -240,7 +244,7 @@ impl IdleAccounting {
         }
         dom_ids.sort_unstable();
         dom_ids.dedup();
-        for i in dom_ids {
+        for &i in &dom_ids {
             let i = i as usize;
             let status = self.evaluate(&self.doms[i].span);
             let d = &mut self.doms[i];
@@ -250,6 +254,7 @@ impl IdleAccounting {
                 d.since = t;
             }
         }
+        self.dom_scratch = dom_ids;
     }
 
     /// The status of a span now.
