@@ -19,11 +19,20 @@ _lbscope() {
             lbscope,completions)
                 cmd="lbscope__subcmd__completions"
                 ;;
+            lbscope,diff)
+                cmd="lbscope__subcmd__diff"
+                ;;
             lbscope,doctor)
                 cmd="lbscope__subcmd__doctor"
                 ;;
+            lbscope,export)
+                cmd="lbscope__subcmd__export"
+                ;;
             lbscope,help)
                 cmd="lbscope__subcmd__help"
+                ;;
+            lbscope,record)
+                cmd="lbscope__subcmd__record"
                 ;;
             lbscope,report)
                 cmd="lbscope__subcmd__report"
@@ -31,11 +40,20 @@ _lbscope() {
             lbscope__subcmd__help,completions)
                 cmd="lbscope__subcmd__help__subcmd__completions"
                 ;;
+            lbscope__subcmd__help,diff)
+                cmd="lbscope__subcmd__help__subcmd__diff"
+                ;;
             lbscope__subcmd__help,doctor)
                 cmd="lbscope__subcmd__help__subcmd__doctor"
                 ;;
+            lbscope__subcmd__help,export)
+                cmd="lbscope__subcmd__help__subcmd__export"
+                ;;
             lbscope__subcmd__help,help)
                 cmd="lbscope__subcmd__help__subcmd__help"
+                ;;
+            lbscope__subcmd__help,record)
+                cmd="lbscope__subcmd__help__subcmd__record"
                 ;;
             lbscope__subcmd__help,report)
                 cmd="lbscope__subcmd__help__subcmd__report"
@@ -47,7 +65,7 @@ _lbscope() {
 
     case "${cmd}" in
         lbscope)
-            opts="-h -V --help --version report doctor completions help"
+            opts="-h -V --help --version report record diff export doctor completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -74,6 +92,68 @@ _lbscope() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lbscope__subcmd__diff)
+            opts="-i -p -h --interval --json --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --max-findings --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -i)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pid)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --comm)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cpus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --missed-pull-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ping-pong-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --churn-per-s)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spread-ratio)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spread-min-threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-findings)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lbscope__subcmd__doctor)
             opts="-h --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -88,8 +168,30 @@ _lbscope() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lbscope__subcmd__export)
+            opts="-h --perfetto --jsonl --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --perfetto)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --jsonl)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lbscope__subcmd__help)
-            opts="report doctor completions help"
+            opts="report record diff export doctor completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -103,6 +205,20 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lbscope__subcmd__help__subcmd__diff)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -130,7 +246,35 @@ _lbscope() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lbscope__subcmd__help__subcmd__export)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lbscope__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lbscope__subcmd__help__subcmd__record)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -158,13 +302,59 @@ _lbscope() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        lbscope__subcmd__report)
-            opts="-i -c -p -h --interval --count --json --pid --comm --cpus --ringbuf-mb --attach --help"
+        lbscope__subcmd__record)
+            opts="-o -d -q -h --output --duration --quiet --ringbuf-mb --attach --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -d)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ringbuf-mb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --attach)
+                    COMPREPLY=($(compgen -W "auto tp-btf raw-tp" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lbscope__subcmd__report)
+            opts="-o -i -c -p -h --output --interval --count --json --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --max-findings --ringbuf-mb --attach --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -194,6 +384,30 @@ _lbscope() {
                     return 0
                     ;;
                 --cpus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --missed-pull-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ping-pong-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --churn-per-s)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spread-ratio)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spread-min-threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-findings)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

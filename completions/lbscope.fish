@@ -27,24 +27,60 @@ end
 complete -c lbscope -n "__fish_lbscope_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lbscope -n "__fish_lbscope_needs_command" -s V -l version -d 'Print version'
 complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "report" -d 'Print run-queue latency, migrations by reason and level, and idle-while-others-wait, per interval, from the live kernel'
+complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "record" -d 'Record every event the analyzer needs to a file, for `report`, `diff` and `export` later, on any machine'
+complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "diff" -d 'Compare two recordings: run-queue latency, migrations by reason and level, idle-while-others-wait and lost events, with whether each change is beyond the noise'
+complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "export" -d 'Convert a recording for other tools: Perfetto (ui.perfetto.dev) or JSON lines'
 complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "doctor" -d 'Check what this machine allows: kernel, BTF, lockdown, privileges, which tracepoints and balancer hooks load, and the topology. Every problem says what to do'
 complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "completions" -d 'Print a shell completion script (the files in completions/ are made by this)'
 complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s o -l output -d 'Also record every event to this file while reporting live (see `lbscope record`)' -r -F
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s i -l interval -d 'Interval length in seconds (fractions allowed)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s c -l count -d 'Stop after this many intervals (default: until Ctrl-C)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s p -l pid -d 'Only this process (all its threads)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default: the domain\'s balance interval, its CPU count in ms)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l churn-per-s -d 'churn: migrations per second into one domain above which it is judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l spread-ratio -d 'uneven_spread: the fullest node or LLC must hold more than this many times the emptiest one\'s threads' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l spread-min-threads -d 'uneven_spread: processes with fewer running threads are not judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l max-findings -d 'Finding details kept per interval (all are counted by kind)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l ringbuf-mb -d 'Ring buffer size in MiB (a power of two). Larger loses fewer events under bursts' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l attach -d 'How to attach the tracepoint programs' -r -f -a "auto\t'tp_btf, and raw_tp if the kernel refuses tp_btf'
 tp-btf\t'BTF-typed tracepoints only'
 raw-tp\t'Raw tracepoints only'"
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l json -d 'One JSON object per interval, one per line'
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lbscope -n "__fish_lbscope_using_subcommand record" -s o -l output -d 'The recording to write (created 0600; an existing file is replaced, a symlink refused)' -r -F
+complete -c lbscope -n "__fish_lbscope_using_subcommand record" -s d -l duration -d 'Stop after this many seconds (default: until Ctrl-C)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand record" -l ringbuf-mb -d 'Ring buffer size in MiB (a power of two). Larger loses fewer events under bursts' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand record" -l attach -d 'How to attach the tracepoint programs' -r -f -a "auto\t'tp_btf, and raw_tp if the kernel refuses tp_btf'
+tp-btf\t'BTF-typed tracepoints only'
+raw-tp\t'Raw tracepoints only'"
+complete -c lbscope -n "__fish_lbscope_using_subcommand record" -s q -l quiet -d 'No progress line on stderr'
+complete -c lbscope -n "__fish_lbscope_using_subcommand record" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s i -l interval -d 'Interval length in seconds the noise estimate resamples' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s p -l pid -d 'Only this process (all its threads)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default: the domain\'s balance interval, its CPU count in ms)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l churn-per-s -d 'churn: migrations per second into one domain above which it is judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l spread-ratio -d 'uneven_spread: the fullest node or LLC must hold more than this many times the emptiest one\'s threads' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l spread-min-threads -d 'uneven_spread: processes with fewer running threads are not judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l max-findings -d 'Finding details kept per interval (all are counted by kind)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l json -d 'The comparison as one JSON object'
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s h -l help -d 'Print help'
+complete -c lbscope -n "__fish_lbscope_using_subcommand export" -l perfetto -d 'Write a Perfetto trace here' -r -F
+complete -c lbscope -n "__fish_lbscope_using_subcommand export" -l jsonl -d 'Write one JSON event per line here (`-` for stdout)' -r -F
+complete -c lbscope -n "__fish_lbscope_using_subcommand export" -s h -l help -d 'Print help'
 complete -c lbscope -n "__fish_lbscope_using_subcommand doctor" -l json -d 'Print the findings as one JSON object'
 complete -c lbscope -n "__fish_lbscope_using_subcommand doctor" -s h -l help -d 'Print help'
 complete -c lbscope -n "__fish_lbscope_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report doctor completions help" -f -a "report" -d 'Print run-queue latency, migrations by reason and level, and idle-while-others-wait, per interval, from the live kernel'
-complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report doctor completions help" -f -a "doctor" -d 'Check what this machine allows: kernel, BTF, lockdown, privileges, which tracepoints and balancer hooks load, and the topology. Every problem says what to do'
-complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report doctor completions help" -f -a "completions" -d 'Print a shell completion script (the files in completions/ are made by this)'
-complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report doctor completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report record diff export doctor completions help" -f -a "report" -d 'Print run-queue latency, migrations by reason and level, and idle-while-others-wait, per interval, from the live kernel'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report record diff export doctor completions help" -f -a "record" -d 'Record every event the analyzer needs to a file, for `report`, `diff` and `export` later, on any machine'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report record diff export doctor completions help" -f -a "diff" -d 'Compare two recordings: run-queue latency, migrations by reason and level, idle-while-others-wait and lost events, with whether each change is beyond the noise'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report record diff export doctor completions help" -f -a "export" -d 'Convert a recording for other tools: Perfetto (ui.perfetto.dev) or JSON lines'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report record diff export doctor completions help" -f -a "doctor" -d 'Check what this machine allows: kernel, BTF, lockdown, privileges, which tracepoints and balancer hooks load, and the topology. Every problem says what to do'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report record diff export doctor completions help" -f -a "completions" -d 'Print a shell completion script (the files in completions/ are made by this)'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report record diff export doctor completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

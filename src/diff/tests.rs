@@ -97,6 +97,10 @@ fn snaps(ivs: &[Iv]) -> Vec<Snapshot> {
                 lost_events: iv.lost,
                 lost_by_cpu: BTreeMap::new(),
                 cpus: vec![],
+                model_rules: String::new(),
+                domains: vec![],
+                findings: vec![],
+                findings_by_kind: BTreeMap::new(),
             }
         })
         .collect()
@@ -219,6 +223,12 @@ fn rows_cover_every_figure() {
         (section::IDLE_PINNED, "smt 0-1"),
         (section::IDLE_PINNED, "smt 2-3"),
         (section::IDLE_PINNED, "llc 0-3"),
+        (section::FINDINGS, "missed_pull"),
+        (section::FINDINGS, "busy_wakeup"),
+        (section::FINDINGS, "harmful_migration"),
+        (section::FINDINGS, "ping_pong"),
+        (section::FINDINGS, "churn"),
+        (section::FINDINGS, "uneven_spread"),
         (section::LOST, "total"),
     ];
     let want: Vec<(String, String)> = want

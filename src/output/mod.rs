@@ -4,6 +4,7 @@
 
 pub mod diff_text;
 pub mod json;
+pub mod model_text;
 #[cfg(test)]
 mod tests;
 pub mod text;

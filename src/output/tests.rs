@@ -177,6 +177,7 @@ fn scene() -> Snapshot {
         AnalyzerConfig {
             interval_ns: 1_000_000_000,
             filter: Filter::default(),
+            ..Default::default()
         },
     );
     let mut out = Vec::new();
@@ -317,6 +318,7 @@ fn text_of_an_empty_interval() {
         AnalyzerConfig {
             interval_ns: 1_000,
             filter: Filter::default(),
+            ..Default::default()
         },
     );
     let mut out = Vec::new();
