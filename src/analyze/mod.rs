@@ -25,7 +25,7 @@ mod latency;
 mod migrations;
 mod snapshot;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use filter::{AnalyzerConfig, Filter};
 pub use hist::{log2_slot, LOG2_SLOTS};
