@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 macro_rules! findings_help {
     () => {
         "Findings (wrong placements the balancer model flags; see README \"Findings\"):\n\
-missed_pull\n    a CPU stayed idle past its domain's balance interval while a task allowed on it waited\n\
+missed_pull\n    a CPU stayed idle longer than the balancer's rules allow while a task allowed on it waited\n\
 busy_wakeup\n    a wakeup queued a task on a busy CPU while its LLC had an idle CPU it was allowed on\n\
 harmful_migration\n    a balancer move widened the imbalance of its two groups, or left its own NUMA node idle\n\
 ping_pong\n    a task moved A -> B -> A within --ping-pong-ms\n\
@@ -119,8 +119,8 @@ pub struct FilterArgs {
 /// Thresholds of the balancer model's findings (shared by `report` and `diff`).
 #[derive(Debug, Args, Clone)]
 pub struct ModelArgs {
-    /// missed_pull: how long a CPU may stay idle while a movable task waits (default: the
-    /// domain's balance interval, its CPU count in ms).
+    /// missed_pull: how long a CPU may stay idle while a movable task waits (default per
+    /// domain: 2 × its CPU count in ms × (cache_nice_tries + 1), what the kernel's rules allow).
     #[arg(long, value_name = "MS")]
     pub missed_pull_ms: Option<u64>,
     /// ping_pong: the window of an A -> B -> A round trip.

@@ -323,13 +323,13 @@ impl IdleAccounting {
         }
     }
 
-    /// The movable domains whose stretch has lasted at least `limit(span)` ns at `t` and was
+    /// The movable domains whose stretch has lasted at least `limit(level, span)` ns at `t` and was
     /// not reported yet; each stretch is reported once.
-    pub fn overdue(&mut self, t: u64, limit: impl Fn(&CpuSet) -> u64) -> Vec<Overdue> {
+    pub fn overdue(&mut self, t: u64, limit: impl Fn(usize, &CpuSet) -> u64) -> Vec<Overdue> {
         let mut out = Vec::new();
         for &i in &self.movable {
             let d = &mut self.doms[i as usize];
-            if d.flagged || t.saturating_sub(d.status_since) < limit(&d.span) {
+            if d.flagged || t.saturating_sub(d.status_since) < limit(d.level, &d.span) {
                 continue;
             }
             d.flagged = true;

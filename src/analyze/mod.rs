@@ -196,7 +196,9 @@ impl Analyzer {
     /// interval, with some of the tasks waiting there.
     fn check_missed_pulls(&mut self, t: u64) {
         let model = &self.model;
-        let overdue = self.idle.overdue(t, |span| model.missed_pull_ns(span));
+        let overdue = self
+            .idle
+            .overdue(t, |level, span| model.missed_pull_ns(level, span));
         for o in overdue {
             let mut pids: Vec<Pid> = self
                 .tasks

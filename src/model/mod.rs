@@ -30,7 +30,7 @@ pub use stats::{GroupStats, GroupType, MigrationType, ModelRules};
 
 use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::event::{Event, EventKind, Pid};
-use crate::topology::Topology;
+use crate::topology::{LevelKind, Topology};
 use domains::DomainTable;
 use serde_json::json;
 use stats::CpuSample;
@@ -42,7 +42,7 @@ pub struct ModelConfig {
     /// Which kernel's rules (from the kernel release of the recording or the running kernel).
     pub rules: ModelRules,
     /// missed_pull: how long a CPU may stay idle while a movable task waits, in ms; `None` =
-    /// the domain's min_interval, its span weight in ms (sd_init).
+    /// per domain, see [`Model::missed_pull_ns`].
     pub missed_pull_ms: Option<u64>,
     /// ping_pong: the window of an A -> B -> A round trip, ns.
     pub ping_pong_ns: u64,
@@ -249,24 +249,33 @@ impl Model {
         }
     }
 
-    /// The missed_pull threshold of a domain, ns.
-    pub fn missed_pull_ns(&self, span: &CpuSet) -> u64 {
-        self.config
+    /// The missed_pull threshold of a domain at `level`, ns: `--missed-pull-ms` if given,
+    /// else the longest the kernel's own rules let a movable task wait: a cache-hot task is
+    /// refused until `cache_nice_tries` balance attempts failed, and an idle CPU's interval
+    /// may have doubled to max_interval (twice the span weight in ms), so
+    /// `2 × weight ms × (cache_nice_tries + 1)`.
+    pub fn missed_pull_ns(&self, level: usize, span: &CpuSet) -> u64 {
+        let tries = match self.topo.levels.get(level).map(|l| l.kind) {
+            Some(LevelKind::Smt) => 0,
+            Some(LevelKind::Numa) => 2,
+            _ => 1,
+        };
+        let ms = self
+            .config
             .missed_pull_ms
-            .unwrap_or(span.len() as u64)
-            .max(1)
-            * 1_000_000
+            .unwrap_or(2 * span.len() as u64 * (tries + 1));
+        ms.max(1) * 1_000_000
     }
 
     /// Records a missed_pull: the analyzer saw a CPU of this domain idle for at least
     /// [`Model::missed_pull_ns`] while a task allowed on it waited elsewhere in the domain.
     pub fn missed_pull(&mut self, s: &IdleStretch) {
         let key = self.topo.level_key(Some(s.level)).to_string();
-        let limit = self.missed_pull_ns(&s.span);
+        let limit = self.missed_pull_ns(s.level, &s.span);
         let idle_ms = s.now_ns.saturating_sub(s.since_ns) / 1_000_000;
         let text = format!(
-            "CPU {} of {key} domain {} stayed idle {idle_ms} ms (balance interval {} ms) while \
-             tasks it could run waited on CPU {}",
+            "CPU {} of {key} domain {} stayed idle {idle_ms} ms (limit {} ms) while tasks it \
+             could run waited on CPU {}",
             s.idle,
             s.span,
             limit / 1_000_000,
@@ -276,7 +285,7 @@ impl Model {
             ("idle_cpus", json!(s.idle.to_string())),
             ("waiting_cpus", json!(s.waiting.to_string())),
             ("idle_ns", json!(s.now_ns.saturating_sub(s.since_ns))),
-            ("balance_interval_ns", json!(limit)),
+            ("limit_ns", json!(limit)),
             ("since_ns", json!(s.since_ns)),
         ];
         self.log.add(Finding {

@@ -4,4 +4,5 @@
 mod cli;
 mod common;
 mod live;
+mod model;
 mod record;

@@ -7,7 +7,7 @@ use crate::analyze::tests::{
 use crate::analyze::{Analyzer, AnalyzerConfig, Snapshot};
 use crate::event::{Event, EventKind, Reason};
 use crate::model::{FindingKind, ModelConfig};
-use crate::topology::Topology;
+use crate::topology::{LevelKind, Topology};
 
 const MS: u64 = 1_000_000;
 
@@ -44,9 +44,11 @@ fn one_waits_next_to_idle() -> Vec<Event> {
 
 #[test]
 fn missed_pull_when_idle_outlasts_the_balance_interval() {
-    // The MC domain of 2 CPUs balances every 2 ms (min_interval = span weight in ms).
+    // The MC domain of 2 CPUs: max_interval 4 ms, cache_nice_tries 1 -> 8 ms.
     let mut evs = one_waits_next_to_idle();
-    evs.push(clock(3 * MS));
+    evs.push(clock(7 * MS));
+    assert_eq!(count(&one(flat2(), &evs), FindingKind::MissedPull), 0);
+    evs.push(clock(9 * MS));
     let s = one(flat2(), &evs);
     assert_eq!(count(&s, FindingKind::MissedPull), 1, "{:?}", s.findings);
     let f = s
@@ -57,10 +59,10 @@ fn missed_pull_when_idle_outlasts_the_balance_interval() {
     assert_eq!(f.pids, vec![11]);
     assert_eq!(f.cpus, vec![0, 1]);
     assert_eq!(f.level.as_deref(), Some("llc"));
-    assert_eq!(f.evidence["balance_interval_ns"], 2 * MS);
+    assert_eq!(f.evidence["limit_ns"], 8 * MS);
     // Reported once per stretch, however long it lasts.
     let mut evs = one_waits_next_to_idle();
-    evs.extend([clock(3 * MS), clock(5 * MS), clock(9 * MS)]);
+    evs.extend([clock(9 * MS), clock(12 * MS), clock(30 * MS)]);
     assert_eq!(count(&one(flat2(), &evs), FindingKind::MissedPull), 1);
 }
 
@@ -302,4 +304,45 @@ fn balanced_spinners_raise_nothing() {
     assert_eq!(s.domains.len(), 1);
     assert_eq!(s.domains[0].imbalance, 0);
     assert_eq!(s.model_rules, "v6_6_plus");
+}
+
+/// Process 100 with `per_node[n]` threads on node `n` of a 4-node, 80-CPU machine.
+fn spread(per_node: [u32; 4]) -> Snapshot {
+    let topo = Topology::synthetic(
+        &[(LevelKind::Llc, "MC", 20), (LevelKind::Numa, "NUMA", 80)],
+        80,
+    );
+    let mut evs = vec![];
+    let mut pid = 100;
+    for (node, &n) in per_node.iter().enumerate() {
+        for i in 0..n {
+            evs.push(task(0, pid, 100, "job"));
+            evs.push(switch(
+                10 + u64::from(pid),
+                node as u32 * 20 + i % 20,
+                0,
+                0,
+                pid,
+            ));
+            pid += 1;
+        }
+    }
+    one(topo, &evs)
+}
+
+#[test]
+fn uneven_spread_30_7_5_34_but_not_19_19_19_19() {
+    let s = spread([30, 7, 5, 34]);
+    assert_eq!(count(&s, FindingKind::UnevenSpread), 1);
+    let f = s
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::UnevenSpread)
+        .unwrap();
+    assert_eq!(f.evidence["threads"], serde_json::json!([30, 7, 5, 34]));
+    assert_eq!(f.evidence["by"], "node");
+    assert_eq!(
+        count(&spread([19, 19, 19, 19]), FindingKind::UnevenSpread),
+        0
+    );
 }
