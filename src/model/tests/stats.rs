@@ -355,3 +355,60 @@ fn busy_destination_leaves_has_spare_balanced() {
         (1, Some(MigrationType::Task))
     );
 }
+
+#[test]
+fn sd_init_parameters_of_the_sysfs_fixtures() {
+    // (fixture, [(key, imbalance_pct, imb_numa_nr, prefer_sibling, cores of the first
+    // domain's groups)]): sd_init and the imb_numa_nr block of build_sched_domains.
+    type Want = (&'static str, u64, u64, bool, &'static [u64]);
+    let cases: [(&str, &[Want]); 3] = [
+        (
+            "2s-smt-numa",
+            &[
+                ("smt", 110, 0, false, &[1, 1]),
+                ("llc", 117, 0, true, &[1, 1, 1, 1]),
+                ("numa", 117, 2, true, &[4, 4]),
+            ],
+        ),
+        (
+            // numa (8 CPUs, 2 LLCs): imb 2; numa2 scales by 16 / first NUMA span (16) = 1 and
+            // loses prefer_sibling (its child is a NUMA domain).
+            "4node-numa",
+            &[
+                ("llc", 117, 0, false, &[1, 1, 1, 1]),
+                ("numa", 117, 2, true, &[4, 4]),
+                ("numa2", 117, 2, false, &[8, 8]),
+            ],
+        ),
+        (
+            "kunpeng-cluster",
+            &[
+                ("cluster", 117, 0, false, &[1, 1, 1, 1]),
+                ("llc", 117, 0, true, &[4, 4, 4, 4]),
+            ],
+        ),
+    ];
+    for (name, want) in cases {
+        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/sysfs")
+            .join(name);
+        let topo = Topology::from_root(&root).unwrap();
+        let t = DomainTable::new(&topo, ModelRules::V6_6Plus);
+        type Owned = (String, u64, u64, bool, Vec<u64>);
+        let got: Vec<Owned> = t
+            .base
+            .iter()
+            .map(|&b| {
+                let d = &t.doms[b];
+                let p = &d.params;
+                let (pct, imb, pref) = (p.imbalance_pct, p.imb_numa_nr, p.prefer_sibling);
+                (d.key.clone(), pct, imb, pref, d.cores.clone())
+            })
+            .collect();
+        let want: Vec<Owned> = want
+            .iter()
+            .map(|&(k, pct, imb, pref, cores)| (k.to_string(), pct, imb, pref, cores.to_vec()))
+            .collect();
+        assert_eq!(got, want, "{name}");
+    }
+}
