@@ -44,9 +44,9 @@ impl Model {
         );
         let allowed = self.tasks.allowed(pid);
         let node_idle: Vec<u32> = match sn {
-            Some(n) if sn != dn && self.sample(dst as usize).idle => self.topo.numa_nodes[n]
+            Some(n) if sn != dn && self.known_idle(dst as usize) => self.topo.numa_nodes[n]
                 .iter()
-                .filter(|&c| c != src as usize && self.sample(c).idle)
+                .filter(|&c| c != src as usize && self.known_idle(c))
                 .filter(|&c| allowed.is_none_or(|a| a.contains(c)))
                 .map(|c| c as u32)
                 .collect(),
@@ -150,7 +150,6 @@ impl Model {
         } else {
             "llc"
         };
-        let samples = self.samples();
         for (tgid, hist) in self.tasks.spread(&buckets) {
             let total: u64 = hist.iter().sum();
             if total < u64::from(self.config.spread_min_threads) {
@@ -166,9 +165,7 @@ impl Model {
                 .enumerate()
                 .min_by_key(|(i, &n)| (n, *i))
                 .unwrap_or((0, &0));
-            let free = buckets[imin]
-                .iter()
-                .any(|c| samples.get(c).is_none_or(|s| s.idle));
+            let free = buckets[imin].iter().any(|c| self.known_idle(c));
             let uneven = max - min > stats::NUMA_IMBALANCE_MIN
                 && max * 100 > self.config.spread_ratio_pct * min
                 && (min as usize) < buckets[imin].len()

@@ -117,6 +117,12 @@ impl CpuState {
         }
     }
 
+    /// Seen running its idle task with nothing queued. Findings use this, not the
+    /// sample's idleness, so that a CPU not seen yet never counts as an idle one.
+    fn known_idle(&self) -> bool {
+        self.current == Some(0) && self.nr_running.unwrap_or(0) == 0
+    }
+
     /// Running something other than its idle task (and other than `pid`).
     fn busy_with_other(&self, pid: Pid) -> bool {
         self.current.is_some_and(|c| c != 0 && c != pid)
@@ -145,12 +151,10 @@ impl Model {
     pub fn new(topo: &Topology, config: ModelConfig) -> Model {
         let table = DomainTable::new(topo, config.rules);
         let n = table.doms.len();
-        let llc_level = topo.levels.iter().rposition(|l| {
-            table
-                .doms
-                .iter()
-                .any(|d| d.key == l.key && d.params.share_llc)
-        });
+        let llc_level = topo
+            .levels
+            .iter()
+            .rposition(|l| matches!(l.kind, LevelKind::Smt | LevelKind::Cluster | LevelKind::Llc));
         Model {
             topo: topo.clone(),
             log: FindingLog::new(config.max_findings),
@@ -182,6 +186,11 @@ impl Model {
 
     fn sample(&self, cpu: usize) -> CpuSample {
         self.cpus.get(cpu).map(CpuState::sample).unwrap_or_default()
+    }
+
+    /// Whether `cpu` is known to be idle (see `CpuState::known_idle`).
+    fn known_idle(&self, cpu: usize) -> bool {
+        self.cpus.get(cpu).is_some_and(CpuState::known_idle)
     }
 
     fn samples(&self) -> Vec<CpuSample> {
@@ -323,7 +332,7 @@ impl Model {
         let allowed = self.tasks.allowed(pid);
         let idle: Vec<u32> = span
             .iter()
-            .filter(|&c| c != target as usize && self.sample(c).idle)
+            .filter(|&c| c != target as usize && self.known_idle(c))
             .filter(|&c| allowed.is_none_or(|a| a.contains(c)))
             .map(|c| c as u32)
             .collect();

@@ -224,8 +224,8 @@ fn churn_above_the_rate_while_imbalance_stays() {
 
 #[test]
 fn uneven_spread_over_nodes_with_room() {
-    // Process 100: five threads on node 0 (CPUs 0-3), one on node 1 where CPUs idle.
-    let mut evs = vec![];
+    // Process 100: five threads on node 0 (CPUs 0-3), one on node 1 where CPU 7 idles.
+    let mut evs = vec![switch(0, 7, 0, 1, 0)];
     for (i, cpu) in [0u32, 1, 2, 3, 0, 4].iter().enumerate() {
         let pid = 100 + i as u32;
         evs.push(task(0, pid, 100, "job"));
@@ -240,6 +240,11 @@ fn uneven_spread_over_nodes_with_room() {
         .unwrap();
     assert_eq!(f.evidence["threads"], serde_json::json!([5, 1]));
     assert_eq!(f.pids, vec![100]);
+    // Without a CPU known to idle on node 1 there is no free capacity to point at.
+    assert_eq!(
+        count(&one(topo3(), &evs[1..]), FindingKind::UnevenSpread),
+        0
+    );
     // Three and three: even.
     let mut evs = vec![];
     for (i, cpu) in [0u32, 1, 2, 4, 5, 6].iter().enumerate() {
@@ -312,7 +317,8 @@ fn spread(per_node: [u32; 4]) -> Snapshot {
         &[(LevelKind::Llc, "MC", 20), (LevelKind::Numa, "NUMA", 80)],
         80,
     );
-    let mut evs = vec![];
+    // The last CPU of each node idles until a thread runs there.
+    let mut evs: Vec<Event> = (0..4).map(|n| switch(0, n * 20 + 19, 0, 1, 0)).collect();
     let mut pid = 100;
     for (node, &n) in per_node.iter().enumerate() {
         for i in 0..n {
