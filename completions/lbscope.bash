@@ -111,7 +111,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__diff)
-            opts="-i -p -h --interval --json --tui --pid --comm --cpus --help"
+            opts="-i -p -h --interval --json --tui --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --max-findings --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -138,6 +138,30 @@ _lbscope() {
                     return 0
                     ;;
                 --cpus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --missed-pull-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ping-pong-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --churn-per-s)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spread-ratio)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spread-min-threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-findings)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -395,7 +419,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__replay)
-            opts="-i -p -h --interval --speed --pid --comm --cpus --help"
+            opts="-i -p -h --interval --speed --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --max-findings --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -429,6 +453,30 @@ _lbscope() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --missed-pull-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ping-pong-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --churn-per-s)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spread-ratio)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spread-min-threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-findings)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -437,7 +485,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__report)
-            opts="-o -i -c -p -h --output --interval --count --json --synthetic --synthetic-events --synthetic-rate --pid --comm --cpus --ringbuf-mb --ringbuf-kb --attach --help"
+            opts="-o -i -c -p -h --output --interval --count --json --synthetic --synthetic-events --synthetic-rate --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -495,6 +543,30 @@ _lbscope() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --missed-pull-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ping-pong-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --churn-per-s)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spread-ratio)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spread-min-threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-findings)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --ringbuf-mb)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -515,7 +587,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__top)
-            opts="-i -p -h --interval --demo --pid --comm --cpus --ringbuf-mb --ringbuf-kb --attach --help"
+            opts="-i -p -h --interval --demo --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -542,6 +614,30 @@ _lbscope() {
                     return 0
                     ;;
                 --cpus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --missed-pull-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ping-pong-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --churn-per-s)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spread-ratio)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spread-min-threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-findings)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

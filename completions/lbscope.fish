@@ -45,6 +45,12 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l synthetic-rat
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s p -l pid -d 'Only this process (all its threads)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default per domain: 2 × its CPU count in ms × (cache_nice_tries + 1), what the kernel\'s rules allow)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l churn-per-s -d 'churn: migrations per second into one domain above which it is judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l spread-ratio -d 'uneven_spread: the fullest node or LLC must hold more than this many times the emptiest one\'s threads' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l spread-min-threads -d 'uneven_spread: processes with fewer running threads are not judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l max-findings -d 'Finding details kept per interval (all are counted by kind)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l ringbuf-mb -d 'Ring buffer size in MiB (a power of two). Larger loses fewer events under bursts' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l ringbuf-kb -d 'Ring buffer size in KiB instead (a power of two, at least 4): a tiny buffer shows how lost events are counted and marked' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l attach -d 'How to attach the tracepoint programs' -r -f -a "auto\t'tp_btf, and raw_tp if the kernel refuses tp_btf'
@@ -56,6 +62,12 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand top" -s i -l interval -d
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -s p -l pid -d 'Only this process (all its threads)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default per domain: 2 × its CPU count in ms × (cache_nice_tries + 1), what the kernel\'s rules allow)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l churn-per-s -d 'churn: migrations per second into one domain above which it is judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l spread-ratio -d 'uneven_spread: the fullest node or LLC must hold more than this many times the emptiest one\'s threads' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l spread-min-threads -d 'uneven_spread: processes with fewer running threads are not judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l max-findings -d 'Finding details kept per interval (all are counted by kind)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l ringbuf-mb -d 'Ring buffer size in MiB (a power of two). Larger loses fewer events under bursts' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l ringbuf-kb -d 'Ring buffer size in KiB instead (a power of two, at least 4): a tiny buffer shows how lost events are counted and marked' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l attach -d 'How to attach the tracepoint programs' -r -f -a "auto\t'tp_btf, and raw_tp if the kernel refuses tp_btf'
@@ -68,6 +80,12 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l speed -d 'Rep
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -s p -l pid -d 'Only this process (all its threads)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default per domain: 2 × its CPU count in ms × (cache_nice_tries + 1), what the kernel\'s rules allow)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l churn-per-s -d 'churn: migrations per second into one domain above which it is judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l spread-ratio -d 'uneven_spread: the fullest node or LLC must hold more than this many times the emptiest one\'s threads' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l spread-min-threads -d 'uneven_spread: processes with fewer running threads are not judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l max-findings -d 'Finding details kept per interval (all are counted by kind)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -s h -l help -d 'Print help'
 complete -c lbscope -n "__fish_lbscope_using_subcommand record" -s o -l output -d 'The recording to write (created 0600; an existing file is replaced, a symlink refused)' -r -F
 complete -c lbscope -n "__fish_lbscope_using_subcommand record" -s d -l duration -d 'Stop after this many seconds (default: until Ctrl-C)' -r
@@ -82,6 +100,12 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s i -l interval -
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s p -l pid -d 'Only this process (all its threads)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default per domain: 2 × its CPU count in ms × (cache_nice_tries + 1), what the kernel\'s rules allow)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l churn-per-s -d 'churn: migrations per second into one domain above which it is judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l spread-ratio -d 'uneven_spread: the fullest node or LLC must hold more than this many times the emptiest one\'s threads' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l spread-min-threads -d 'uneven_spread: processes with fewer running threads are not judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l max-findings -d 'Finding details kept per interval (all are counted by kind)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l json -d 'The comparison as one JSON object'
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l tui -d 'Show the comparison in the TUI (rows and histograms side by side)'
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s h -l help -d 'Print help'

@@ -3,6 +3,23 @@
 
 use clap::{Args, Parser, Subcommand};
 
+/// One sentence per finding kind, shown after `report --help` and `diff --help` (a macro so
+/// that `concat!` can place it in the help text).
+macro_rules! findings_help {
+    () => {
+        "Findings (wrong placements the balancer model flags; see README \"Findings\"):\n\
+missed_pull\n    a CPU stayed idle longer than the balancer's rules allow while a task allowed on it waited\n\
+busy_wakeup\n    a wakeup queued a task on a busy CPU while its LLC had an idle CPU it was allowed on\n\
+harmful_migration\n    a balancer move widened the imbalance of its two groups, or left its own NUMA node idle\n\
+ping_pong\n    a task moved A -> B -> A within --ping-pong-ms\n\
+churn\n    a domain moved more than --churn-per-s tasks a second while its imbalance did not fall\n\
+uneven_spread\n    one process's threads sat unevenly over NUMA nodes (or LLCs) while capacity was free"
+    };
+}
+
+/// The findings' explanation, as `--help` shows it.
+pub const FINDINGS_HELP: &str = findings_help!();
+
 /// See what the Linux scheduler's load balancer is doing, and when it placed tasks wrongly.
 #[derive(Debug, Parser)]
 #[command(
@@ -32,12 +49,12 @@ pub enum Command {
     /// Print run-queue latency, migrations by reason and level, and idle-while-others-wait,
     /// per interval, from the live kernel.
     #[command(
-        after_help = "Examples:\n  sudo lbscope report                    every second until Ctrl-C\n  \
+        after_help = concat!("Examples:\n  sudo lbscope report                    every second until Ctrl-C\n  \
 sudo lbscope report -i 10 -c 1        one 10 s interval\n  \
 sudo lbscope report --comm hackbench   only tasks named hackbench\n  \
 sudo lbscope report --cpus 0-3 --json  JSON lines, CPUs 0-3\n\n\
 Ctrl-C or SIGTERM print the interval so far and exit 0. The JSON fields are documented in the \
-README (\"JSON output\")."
+README (\"JSON output\").\n\n", findings_help!())
     )]
     Report(ReportArgs),
     /// The live TUI: CPUs, sched domains, run-queue latency, migrations and findings,
@@ -69,11 +86,11 @@ last second. Ctrl-C or SIGTERM finish the file cleanly. Files are created mode 0
     Record(RecordArgs),
     /// Compare two recordings: run-queue latency, migrations by reason and level,
     /// idle-while-others-wait and lost events, with whether each change is beyond the noise.
-    #[command(after_help = "Examples:\n  lbscope diff before.lbs after.lbs\n  \
+    #[command(after_help = concat!("Examples:\n  lbscope diff before.lbs after.lbs\n  \
 lbscope diff eevdf.lbs scx.lbs --json\n\n\
   lbscope diff before.lbs after.lbs --tui\n\n\
 Noise: each change carries a 95% bootstrap interval over the recordings' intervals (-i); \
-`*` marks changes whose interval excludes zero. Record at least a few intervals per run.")]
+`*` marks changes whose interval excludes zero. Record at least a few intervals per run.\n\n", findings_help!()))]
     Diff(DiffArgs),
     /// Convert a recording for other tools: Perfetto (ui.perfetto.dev), JSON lines, or both
     /// in one pass.
@@ -153,6 +170,8 @@ pub struct TopArgs {
     #[command(flatten)]
     pub filter: FilterArgs,
     #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
     pub collect: CollectArgs,
 }
 
@@ -170,6 +189,8 @@ pub struct ReplayArgs {
     pub speed: f64,
     #[command(flatten)]
     pub filter: FilterArgs,
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 /// Which tasks and CPUs a report covers.
@@ -184,6 +205,55 @@ pub struct FilterArgs {
     /// Only these CPUs, in the kernel's list format (0-3,8).
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
+}
+
+/// Thresholds of the balancer model's findings (shared by `report` and `diff`).
+#[derive(Debug, Args, Clone)]
+pub struct ModelArgs {
+    /// missed_pull: how long a CPU may stay idle while a movable task waits (default per
+    /// domain: 2 × its CPU count in ms × (cache_nice_tries + 1), what the kernel's rules allow).
+    #[arg(long, value_name = "MS")]
+    pub missed_pull_ms: Option<u64>,
+    /// ping_pong: the window of an A -> B -> A round trip.
+    #[arg(long, value_name = "MS", default_value_t = 10.0)]
+    pub ping_pong_ms: f64,
+    /// churn: migrations per second into one domain above which it is judged.
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub churn_per_s: u64,
+    /// uneven_spread: the fullest node or LLC must hold more than this many times the
+    /// emptiest one's threads.
+    #[arg(long, value_name = "RATIO", default_value_t = 2.0)]
+    pub spread_ratio: f64,
+    /// uneven_spread: processes with fewer running threads are not judged.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub spread_min_threads: u32,
+    /// Finding details kept per interval (all are counted by kind).
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub max_findings: usize,
+}
+
+impl Default for ModelArgs {
+    /// The command line's defaults.
+    fn default() -> Self {
+        use clap::{Args as _, FromArgMatches as _};
+        let cmd = ModelArgs::augment_args(clap::Command::new("lbscope"));
+        ModelArgs::from_arg_matches(&cmd.get_matches_from(["lbscope"])).expect("the defaults parse")
+    }
+}
+
+impl ModelArgs {
+    /// The model configuration for a kernel `release` (picks [`crate::model::ModelRules`]).
+    pub fn config(&self, release: &str) -> crate::model::ModelConfig {
+        crate::model::ModelConfig {
+            rules: crate::model::ModelRules::from_release(release),
+            missed_pull_ms: self.missed_pull_ms,
+            ping_pong_ns: (self.ping_pong_ms.max(0.0) * 1e6) as u64,
+            churn_per_s: self.churn_per_s,
+            spread_ratio_pct: (self.spread_ratio.max(0.0) * 100.0) as u64,
+            spread_min_threads: self.spread_min_threads,
+            max_findings: self.max_findings,
+        }
+    }
 }
 
 /// Options of the live collector.
@@ -245,6 +315,8 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub filter: FilterArgs,
     #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
     pub collect: CollectArgs,
 }
 
@@ -284,6 +356,8 @@ pub struct DiffArgs {
     pub tui: bool,
     #[command(flatten)]
     pub filter: FilterArgs,
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 /// `lbscope export`.

@@ -61,6 +61,8 @@ pub mod section {
     pub const IDLE_MOVABLE: &str = "idle_while_waiting.movable_pct";
     /// Pinned idle-while-others-wait time, % of the run, by domain.
     pub const IDLE_PINNED: &str = "idle_while_waiting.pinned_pct";
+    /// Findings per second by kind ("missed_pull", "busy_wakeup", ...).
+    pub const FINDINGS: &str = "findings_per_s";
     /// Events lost over the run: "total".
     pub const LOST: &str = "lost_events";
 }
@@ -120,6 +122,7 @@ pub fn min_effect(section: &str) -> (f64, f64) {
         section::RUNQLAT => (0.02, 1.0),
         section::MIGRATIONS | section::BY_REASON | section::BY_LEVEL => (0.02, 0.1),
         section::IDLE_MOVABLE | section::IDLE_PINNED => (0.02, 0.01),
+        section::FINDINGS => (0.02, 0.1),
         section::LOST => (0.0, 1.0),
         _ => (0.02, 0.0),
     }

@@ -66,6 +66,8 @@ pub struct AnalyzerConfig {
     pub interval_ns: u64,
     /// What to report.
     pub filter: Filter,
+    /// The balancer model's rules and finding thresholds.
+    pub model: crate::model::ModelConfig,
 }
 
 impl Default for AnalyzerConfig {
@@ -74,6 +76,7 @@ impl Default for AnalyzerConfig {
         AnalyzerConfig {
             interval_ns: 1_000_000_000,
             filter: Filter::default(),
+            model: crate::model::ModelConfig::default(),
         }
     }
 }

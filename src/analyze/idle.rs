@@ -77,6 +77,10 @@ struct DomAcc {
     since: u64,
     movable_ns: u64,
     pinned_ns: u64,
+    /// When `status` last changed (not moved by interval closes).
+    status_since: u64,
+    /// This movable stretch was already reported overdue.
+    flagged: bool,
 }
 
 impl DomAcc {
@@ -109,6 +113,24 @@ pub struct IdleAccounting {
     touched: Vec<u32>,
     /// Scratch list of domains to re-evaluate, kept to avoid an allocation per event.
     dom_scratch: Vec<u32>,
+    /// Indices in `doms` of the domains whose status is movable.
+    movable: Vec<u32>,
+}
+
+/// A domain that has been movable (an idle CPU, a task allowed on it waiting elsewhere in the
+/// span) for longer than a limit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Overdue {
+    /// Level index.
+    pub level: usize,
+    /// The span.
+    pub span: CpuSet,
+    /// When the movable stretch began.
+    pub since: u64,
+    /// Idle CPUs of the span now.
+    pub idle: CpuSet,
+    /// CPUs of the span with counted waiters now.
+    pub waiting: CpuSet,
 }
 
 impl IdleAccounting {
@@ -126,6 +148,8 @@ impl IdleAccounting {
                     since: 0,
                     movable_ns: 0,
                     pinned_ns: 0,
+                    status_since: 0,
+                    flagged: false,
                 });
             }
         }
@@ -145,6 +169,7 @@ impl IdleAccounting {
             cpu_doms,
             touched: Vec::new(),
             dom_scratch: Vec::new(),
+            movable: Vec::new(),
         }
     }
 
@@ -250,8 +275,15 @@ impl IdleAccounting {
             let d = &mut self.doms[i];
             if status != d.status {
                 d.credit(t);
+                if status == WaitStatus::Movable {
+                    self.movable.push(i as u32);
+                } else if d.status == WaitStatus::Movable {
+                    self.movable.retain(|&m| m as usize != i);
+                }
                 d.status = status;
                 d.since = t;
+                d.status_since = t;
+                d.flagged = false;
             }
         }
         self.dom_scratch = dom_ids;
@@ -307,10 +339,32 @@ impl IdleAccounting {
         }
     }
 
+    /// The movable domains whose stretch has lasted at least `limit(level, span)` ns at `t` and was
+    /// not reported yet; each stretch is reported once.
+    pub fn overdue(&mut self, t: u64, limit: impl Fn(usize, &CpuSet) -> u64) -> Vec<Overdue> {
+        let mut out = Vec::new();
+        for &i in &self.movable {
+            let d = &mut self.doms[i as usize];
+            if d.flagged || t.saturating_sub(d.status_since) < limit(d.level, &d.span) {
+                continue;
+            }
+            d.flagged = true;
+            out.push(Overdue {
+                level: d.level,
+                span: d.span,
+                since: d.status_since,
+                idle: self.idle.and(&d.span),
+                waiting: self.waiting.and(&d.span),
+            });
+        }
+        out
+    }
+
     /// Restarts every domain's clock at `t` without crediting (a new analysis start).
     pub fn restart(&mut self, t: u64) {
         for d in &mut self.doms {
             d.since = t;
+            d.status_since = t;
         }
     }
 

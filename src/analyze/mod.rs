@@ -19,13 +19,13 @@
 
 mod filter;
 mod hist;
-mod idhash;
+pub(crate) mod idhash;
 mod idle;
 mod latency;
 mod migrations;
 mod snapshot;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use filter::{AnalyzerConfig, Filter};
 pub use hist::{log2_slot, LOG2_SLOTS};
@@ -39,6 +39,7 @@ pub use snapshot::{
 
 use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::event::{Event, EventKind, Pid, Reason, ReasonSource};
+use crate::model::{IdleStretch, Model};
 use crate::topology::Topology;
 use idhash::IdMap;
 use idle::{IdleAccounting, WaitSlot};
@@ -108,6 +109,7 @@ pub struct Analyzer {
     lost: u64,
     lost_by_cpu: BTreeMap<u32, u64>,
     lost_total: u64,
+    model: Model,
 }
 
 impl Analyzer {
@@ -135,6 +137,7 @@ impl Analyzer {
             lost: 0,
             lost_by_cpu: BTreeMap::new(),
             lost_total: 0,
+            model: Model::new(&topology, config.model.clone()),
             topo: topology,
             config,
         }
@@ -195,10 +198,43 @@ impl Analyzer {
         self.dirty = true;
         if !matches!(ev.kind, EventKind::Clock) {
             self.events += 1;
+            self.model.push(ev);
             self.apply(ev);
         }
         // The state after this event holds from `t` until the next event.
         self.idle.settle(t);
+        self.check_missed_pulls(t);
+    }
+
+    /// Hands the model every idle-while-waiting stretch that outlasted its domain's balance
+    /// interval, with some of the tasks waiting there.
+    fn check_missed_pulls(&mut self, t: u64) {
+        let model = &self.model;
+        let overdue = self
+            .idle
+            .overdue(t, |level, span| model.missed_pull_ns(level, span));
+        for o in overdue {
+            let mut pids: Vec<Pid> = self
+                .tasks
+                .iter()
+                .filter(|(_, s)| {
+                    s.wait
+                        .is_some_and(|w| w.counted() && o.waiting.contains(w.cpu as usize))
+                })
+                .map(|(p, _)| *p)
+                .collect();
+            pids.sort_unstable();
+            pids.truncate(8);
+            self.model.missed_pull(&IdleStretch {
+                level: o.level,
+                span: o.span,
+                since_ns: o.since,
+                now_ns: t,
+                idle: o.idle,
+                waiting: o.waiting,
+                pids,
+            });
+        }
     }
 
     /// The partial interval so far, ending at the last event seen (for Ctrl-C or the end of a
@@ -239,6 +275,9 @@ impl Analyzer {
         self.idle.flush(end);
         let filter = &self.config.filter;
         let lat = self.latency.take(&self.topo, filter);
+        let (domains, findings, findings_by_kind) = self
+            .model
+            .take(start, end, |span| filter.matches_span(span));
         let snap = Snapshot {
             t_start_ns: start,
             t_end_ns: end,
@@ -253,6 +292,10 @@ impl Analyzer {
             lost_events: std::mem::take(&mut self.lost),
             lost_by_cpu: std::mem::take(&mut self.lost_by_cpu),
             cpus: self.cpu_table(),
+            model_rules: self.model.rules().name().to_string(),
+            domains,
+            findings,
+            findings_by_kind,
         };
         self.start = Some(end);
         self.dirty = false;

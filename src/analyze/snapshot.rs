@@ -4,6 +4,7 @@
 //! three decimals, fractions with at most six) so that JSON round trips compare equal.
 
 use crate::cpuset::CpuSet;
+use crate::model::{DomainView, Finding};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -38,6 +39,18 @@ pub struct Snapshot {
     pub lost_by_cpu: BTreeMap<u32, u64>,
     /// Per-CPU state at the end of the interval.
     pub cpus: Vec<CpuStatus>,
+    /// Which kernel's balancer rules the model applied ("v6_1", "v6_6_plus").
+    #[serde(default)]
+    pub model_rules: String,
+    /// The balancer's view of every domain at the end of the interval, levels bottom-up.
+    #[serde(default)]
+    pub domains: Vec<DomainView>,
+    /// Wrong placements found in the interval: the first `--max-findings` in event order.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
+    /// Every finding of the interval counted by kind (all kinds present).
+    #[serde(default)]
+    pub findings_by_kind: BTreeMap<String, u64>,
 }
 
 /// Migration counts of one interval.

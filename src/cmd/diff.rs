@@ -3,7 +3,7 @@
 use super::report::{build_filter, damage_outcome, interval_ns};
 use super::{pipeline, CmdError};
 use crate::analyze::{Analyzer, AnalyzerConfig, Snapshot};
-use crate::cli::{DiffArgs, FilterArgs};
+use crate::cli::{DiffArgs, FilterArgs, ModelArgs};
 use crate::diff::{RunMeta, RunSummary};
 use crate::record::{Damage, Header};
 use crate::source::file::FileSource;
@@ -15,8 +15,9 @@ pub fn analyze_file(
     path: &Path,
     interval_ns: u64,
     filter: &FilterArgs,
+    model: &ModelArgs,
 ) -> Result<(Header, Vec<Snapshot>, Damage), CmdError> {
-    analyze_source(FileSource::open(path)?, interval_ns, filter)
+    analyze_source(FileSource::open(path)?, interval_ns, filter, model)
 }
 
 /// Every interval of an opened recording, the final partial one included.
@@ -24,6 +25,7 @@ pub fn analyze_source(
     src: FileSource,
     interval_ns: u64,
     filter: &FilterArgs,
+    model: &ModelArgs,
 ) -> Result<(Header, Vec<Snapshot>, Damage), CmdError> {
     let topo = src.header.topology.clone();
     let filter = build_filter(filter, &topo, false)?;
@@ -32,6 +34,7 @@ pub fn analyze_source(
         AnalyzerConfig {
             interval_ns,
             filter,
+            model: model.config(&src.header.kernel_release),
         },
     );
     let mut snaps = Vec::new();
@@ -67,8 +70,8 @@ fn meta(h: &Header) -> RunMeta {
 /// Runs `lbscope diff`.
 pub fn run(args: &DiffArgs) -> Result<(), CmdError> {
     let interval_ns = interval_ns(args.interval)?;
-    let (ha, sa, da) = analyze_file(&args.baseline, interval_ns, &args.filter)?;
-    let (hb, sb, db) = analyze_file(&args.new, interval_ns, &args.filter)?;
+    let (ha, sa, da) = analyze_file(&args.baseline, interval_ns, &args.filter, &args.model)?;
+    let (hb, sb, db) = analyze_file(&args.new, interval_ns, &args.filter, &args.model)?;
     let label = |p: &Path| p.display().to_string();
     let a = RunSummary::from_snapshots(&sa, &label(&args.baseline), meta(&ha));
     let b = RunSummary::from_snapshots(&sb, &label(&args.new), meta(&hb));

@@ -141,6 +141,8 @@ fn run_synthetic(args: &ReportArgs, cpus: usize, interval_ns: u64) -> Result<(),
         AnalyzerConfig {
             interval_ns,
             filter,
+            // A generated machine has no kernel: the current rules.
+            model: args.model.config(""),
         },
     );
     let stop = stop_on_signals()?;
@@ -220,6 +222,7 @@ fn run_file(args: &ReportArgs, path: &Path, interval_ns: u64) -> Result<(), CmdE
         AnalyzerConfig {
             interval_ns,
             filter,
+            model: args.model.config(&src.header.kernel_release),
         },
     );
     let stop = stop_on_signals()?;
@@ -287,11 +290,13 @@ fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
     if !source.report.kallsyms {
         eprintln!("lbscope: warning: /proc/kallsyms gave no addresses: migration reasons fall back to context rules");
     }
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let mut analyzer = Analyzer::new(
         topo.clone(),
         AnalyzerConfig {
             interval_ns,
             filter,
+            model: args.model.config(release.trim()),
         },
     );
     let stdout = std::io::stdout();

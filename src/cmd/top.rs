@@ -4,7 +4,7 @@
 use super::report::{build_filter, interval_ns, stop_on_signals};
 use super::{pipeline, CmdError};
 use crate::analyze::{Analyzer, AnalyzerConfig};
-use crate::cli::{FilterArgs, ReplayArgs, TopArgs};
+use crate::cli::{FilterArgs, ModelArgs, ReplayArgs, TopArgs};
 use crate::diff::Diff;
 use crate::record::{Damage, Header, Reader, RecordError};
 use crate::source::file::FileSource;
@@ -27,7 +27,7 @@ pub fn run(args: &TopArgs) -> Result<(), CmdError> {
             "demo (examples/demo.lbs)",
             interval_ns,
             1.0,
-            &args.filter,
+            (&args.filter, &args.model),
         );
     }
     run_live(args, interval_ns)
@@ -49,7 +49,13 @@ pub fn run_replay(args: &ReplayArgs) -> Result<(), CmdError> {
         || args.file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    replay(&open, &name, interval_ns, args.speed, &args.filter)
+    replay(
+        &open,
+        &name,
+        interval_ns,
+        args.speed,
+        (&args.filter, &args.model),
+    )
 }
 
 /// Every interval of a recording, the final partial one included, each with its most
@@ -58,7 +64,9 @@ pub fn analyze_recording(
     src: FileSource,
     interval_ns: u64,
     filter: &FilterArgs,
+    model: &ModelArgs,
 ) -> Result<(Header, Analysed, Damage), CmdError> {
+    let model = model.config(&src.header.kernel_release);
     let topo = src.header.topology.clone();
     let filter = build_filter(filter, &topo, false)?;
     let tally = std::cell::RefCell::new(Tally::new(filter.clone()));
@@ -67,6 +75,7 @@ pub fn analyze_recording(
         AnalyzerConfig {
             interval_ns,
             filter,
+            model,
         },
     );
     let mut out = Vec::new();
@@ -109,9 +118,9 @@ fn replay(
     name: &str,
     interval_ns: u64,
     speed: f64,
-    filter: &FilterArgs,
+    (filter, model): (&FilterArgs, &ModelArgs),
 ) -> Result<(), CmdError> {
-    let (header, snaps, damage) = analyze_recording(open()?, interval_ns, filter)?;
+    let (header, snaps, damage) = analyze_recording(open()?, interval_ns, filter, model)?;
     let mut info = crate::tui::recording_info(name, &header);
     if let (Some((a, _)), Some((b, _))) = (snaps.first(), snaps.last()) {
         info.span_ns = b.t_end_ns.saturating_sub(a.t_start_ns);
@@ -140,7 +149,7 @@ fn replay(
             ..base.clone()
         };
         let src = open().map_err(|e| e.to_string())?;
-        analyze_recording(src, ns, &f)
+        analyze_recording(src, ns, &f, model)
             .map(|(_, s, _)| s)
             .map_err(|e| e.to_string())
     });
@@ -202,11 +211,13 @@ fn run_live(args: &TopArgs, interval_ns: u64) -> Result<(), CmdError> {
             "/proc/kallsyms gave no addresses: migration reasons fall back to context rules".into(),
         );
     }
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let analyzer = Analyzer::new(
         topo,
         AnalyzerConfig {
             interval_ns,
             filter,
+            model: args.model.config(release.trim()),
         },
     );
     let mut guard = enter()?;

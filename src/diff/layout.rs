@@ -10,6 +10,7 @@ use super::section;
 use super::stats::log2_quantile_us;
 use crate::analyze::{reason_names, LOG2_SLOTS};
 use crate::cpuset::CpuSet;
+use crate::model::FindingKind;
 use std::collections::{BTreeSet, HashMap};
 
 // Fixed slots of a dense vector; the run-dependent ones follow `LOG2 + LOG2_SLOTS`.
@@ -19,7 +20,9 @@ const COUNT: usize = 2;
 const LOST: usize = 3;
 const MIGR: usize = 4;
 const LOG2: usize = 5;
-const FIXED: usize = LOG2 + LOG2_SLOTS;
+/// Findings by kind, in [`FindingKind::ALL`] order.
+const FINDINGS: usize = LOG2 + LOG2_SLOTS;
+const FIXED: usize = FINDINGS + FindingKind::ALL.len();
 
 /// Additive counts of a set of intervals, plus the largest latency among them.
 #[derive(Clone, Debug, PartialEq)]
@@ -71,7 +74,7 @@ impl Kind {
         match self {
             Kind::DurationS => len as f64 / 1e9,
             Kind::Intervals => d.sums[ONE] as f64,
-            Kind::Quantile(q) => log2_quantile_us(&d.sums[LOG2..FIXED], d.max_us, q),
+            Kind::Quantile(q) => log2_quantile_us(&d.sums[LOG2..FINDINGS], d.max_us, q),
             Kind::Max => d.max_us,
             Kind::Total(i) => d.sums[i] as f64,
             Kind::Rate(i) if len > 0 => d.sums[i] as f64 * 1e9 / len as f64,
@@ -226,7 +229,10 @@ impl Layout {
             d.sums[LOG2 + i] = *c;
         }
         // Slots past the last (another version's wider histogram) belong to the catch-all.
-        d.sums[FIXED - 1] += iv.runqlat_log2.iter().skip(LOG2_SLOTS).sum::<u64>();
+        d.sums[FINDINGS - 1] += iv.runqlat_log2.iter().skip(LOG2_SLOTS).sum::<u64>();
+        for (i, k) in FindingKind::ALL.iter().enumerate() {
+            d.sums[FINDINGS + i] = iv.findings_by_kind.get(k.name()).copied().unwrap_or(0);
+        }
         d.max_us = iv.runqlat_max_us;
         for (i, r) in self.reasons.iter().enumerate() {
             d.sums[self.reason_at(i)] = iv.by_reason.get(r).copied().unwrap_or(0);
@@ -280,6 +286,9 @@ impl Layout {
                 &domain_name(l, s),
                 Kind::Pct(self.pinned_at(i)),
             );
+        }
+        for (i, k) in FindingKind::ALL.iter().enumerate() {
+            row(section::FINDINGS, k.name(), Kind::Rate(FINDINGS + i));
         }
         row(section::LOST, "total", Kind::Total(LOST));
         rows

@@ -59,6 +59,9 @@ pub struct IntervalFigures {
     pub idle: Vec<DomainIdle>,
     /// Events the ring buffer dropped.
     pub lost_events: u64,
+    /// Findings by kind name (non-zero only).
+    #[serde(default)]
+    pub findings_by_kind: BTreeMap<String, u64>,
 }
 
 impl IntervalFigures {
@@ -90,6 +93,7 @@ impl IntervalFigures {
                 })
                 .collect(),
             lost_events: s.lost_events,
+            findings_by_kind: nonzero(&s.findings_by_kind),
         }
     }
 }

@@ -24,6 +24,8 @@ struct Iv {
     /// (level, span, movable_ns, pinned_ns)
     idle: Vec<(&'static str, &'static str, u64, u64)>,
     lost: u64,
+    /// (finding kind, count)
+    findings: Vec<(&'static str, u64)>,
 }
 
 impl Default for Iv {
@@ -41,6 +43,7 @@ impl Default for Iv {
                 ("llc", "0-3", 0, 0),
             ],
             lost: 0,
+            findings: vec![],
         }
     }
 }
@@ -97,6 +100,14 @@ fn snaps(ivs: &[Iv]) -> Vec<Snapshot> {
                 lost_events: iv.lost,
                 lost_by_cpu: BTreeMap::new(),
                 cpus: vec![],
+                model_rules: String::new(),
+                domains: vec![],
+                findings: vec![],
+                findings_by_kind: iv
+                    .findings
+                    .iter()
+                    .map(|(k, n)| (k.to_string(), *n))
+                    .collect(),
             }
         })
         .collect()
@@ -219,6 +230,12 @@ fn rows_cover_every_figure() {
         (section::IDLE_PINNED, "smt 0-1"),
         (section::IDLE_PINNED, "smt 2-3"),
         (section::IDLE_PINNED, "llc 0-3"),
+        (section::FINDINGS, "missed_pull"),
+        (section::FINDINGS, "busy_wakeup"),
+        (section::FINDINGS, "harmful_migration"),
+        (section::FINDINGS, "ping_pong"),
+        (section::FINDINGS, "churn"),
+        (section::FINDINGS, "uneven_spread"),
         (section::LOST, "total"),
     ];
     let want: Vec<(String, String)> = want
@@ -546,4 +563,22 @@ fn from_analyzer_snapshots() {
     assert_eq!(row(&d, section::RUNQLAT, "samples").baseline, 63.0);
     assert_eq!(d.histograms.baseline.iter().sum::<u64>(), 63);
     assert!(!diff(&a, &a).rows.iter().any(|r| r.significant));
+}
+
+#[test]
+fn findings_per_second_by_kind() {
+    // Ten 1 s intervals: 3 busy_wakeup each in the baseline, 30 in the new run.
+    let iv = |n: u64| Iv {
+        findings: vec![("busy_wakeup", n), ("missed_pull", 1)],
+        ..Iv::default()
+    };
+    let base: Vec<Iv> = (0..10).map(|i| iv(3 + i % 2)).collect();
+    let new: Vec<Iv> = (0..10).map(|i| iv(30 + i % 2)).collect();
+    let d = diff(&run("base", &base), &run("new", &new));
+    let r = row(&d, section::FINDINGS, "busy_wakeup");
+    assert_eq!((r.baseline, r.new), (3.5, 30.5));
+    assert!(r.significant, "{r:?}");
+    let r = row(&d, section::FINDINGS, "missed_pull");
+    assert_eq!((r.baseline, r.new, r.significant), (1.0, 1.0, false));
+    assert_eq!(row(&d, section::FINDINGS, "churn").baseline, 0.0);
 }

@@ -71,6 +71,7 @@ fn title(section: &str) -> String {
         section::BY_LEVEL => "migrations/s by level crossed".into(),
         section::IDLE_MOVABLE => "idle while others wait, movable (% of time)".into(),
         section::IDLE_PINNED => "idle while others wait, pinned (% of time)".into(),
+        section::FINDINGS => "findings/s by kind".into(),
         section::LOST => "lost events".into(),
         other => other.replace('_', " "),
     }

@@ -6,6 +6,7 @@
 pub mod diff_text;
 pub mod json;
 pub mod jsonl;
+pub mod model_text;
 pub mod perfetto;
 #[cfg(test)]
 mod tests;

@@ -177,6 +177,7 @@ fn scene() -> Snapshot {
         AnalyzerConfig {
             interval_ns: 1_000_000_000,
             filter: Filter::default(),
+            ..Default::default()
         },
     );
     let mut out = Vec::new();
@@ -303,6 +304,17 @@ fn text_has_runqlat_layout_and_sections() {
     assert!(out.contains("  smt       2-3                         0.0%      0.0%"));
     assert!(out.contains("  llc       0-3                         0.0%     50.0%"));
     assert!(out.contains("  numa      0-7                        25.0%     25.0%"));
+    assert!(out.contains("Balancer model (v6_6_plus rules"), "{out}");
+    assert!(
+        out.contains("  llc     0-3          117 2-3        smt_balance  has_spare          0 -")
+    );
+    assert!(out.contains("Findings: 5\n  busy_wakeup 4, harmful_migration 1\n"));
+    assert!(
+        out.contains(
+            "    task 10 woke onto CPU 2, busy with task 102, while CPU 1 of its llc domain\n"
+        ),
+        "{out}"
+    );
     assert!(out.contains("Lost events: 4 (cpu 5: 4)"));
     assert!(out.contains("INCOMPLETE"));
     for l in &lines {
@@ -317,6 +329,7 @@ fn text_of_an_empty_interval() {
         AnalyzerConfig {
             interval_ns: 1_000,
             filter: Filter::default(),
+            ..Default::default()
         },
     );
     let mut out = Vec::new();

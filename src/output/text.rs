@@ -32,6 +32,10 @@ pub fn render_text(
     writeln!(w)?;
     idle_while_waiting(s, w)?;
     writeln!(w)?;
+    super::model_text::balancer(s, w)?;
+    writeln!(w)?;
+    super::model_text::findings(s, w)?;
+    writeln!(w)?;
     lost(s, w)
 }
 

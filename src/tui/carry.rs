@@ -95,6 +95,7 @@ mod tests {
                 comm: Some("keep".into()),
                 ..Default::default()
             },
+            ..AnalyzerConfig::default()
         };
         let mut a = Analyzer::new(Topology::synthetic_flat(2), cfg);
         c.replay_into(&mut a, 5_000);

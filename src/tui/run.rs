@@ -167,6 +167,7 @@ impl Feed for LiveFeed<'_> {
             AnalyzerConfig {
                 interval_ns,
                 filter,
+                model: cfg.model.clone(),
             },
         );
         self.carry.replay_into(&mut fresh, self.analyzer.now_ns());

@@ -149,6 +149,10 @@ mod tests {
             lost_events: 0,
             lost_by_cpu: Default::default(),
             cpus: vec![],
+            model_rules: String::new(),
+            domains: vec![],
+            findings: vec![],
+            findings_by_kind: Default::default(),
         }
     }
 

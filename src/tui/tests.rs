@@ -19,8 +19,13 @@ const SIZES: [(u16, u16); 2] = [(80, 24), (132, 40)];
 fn golden() -> (crate::record::Header, Vec<Snapshot>) {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings/golden-v1.lbs");
-    let (h, snaps, d) =
-        crate::cmd::diff::analyze_file(&path, 1_000_000_000, &FilterArgs::default()).unwrap();
+    let (h, snaps, d) = crate::cmd::diff::analyze_file(
+        &path,
+        1_000_000_000,
+        &FilterArgs::default(),
+        &crate::cli::ModelArgs::default(),
+    )
+    .unwrap();
     assert!(d.is_clean());
     assert!(
         snaps.len() >= 3,
@@ -34,8 +39,13 @@ fn golden_app(view: View) -> App {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings/golden-v1.lbs");
     let src = crate::source::file::FileSource::open(&path).unwrap();
-    let (h, analysed, _) =
-        crate::cmd::top::analyze_recording(src, 1_000_000_000, &FilterArgs::default()).unwrap();
+    let (h, analysed, _) = crate::cmd::top::analyze_recording(
+        src,
+        1_000_000_000,
+        &FilterArgs::default(),
+        &crate::cli::ModelArgs::default(),
+    )
+    .unwrap();
     let snaps: Vec<Snapshot> = analysed.iter().map(|(s, _)| s.clone()).collect();
     assert_eq!(snaps, golden().1, "the same analysis as report and diff");
     let mut info = recording_info("golden-v1.lbs", &h);

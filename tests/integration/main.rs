@@ -5,5 +5,6 @@ mod cli;
 mod common;
 mod faults;
 mod live;
+mod model;
 mod record;
 mod tui;

@@ -312,6 +312,7 @@ fn replay_walks_the_golden_recording() {
         &path,
         1_000_000_000,
         &lbscope::cli::FilterArgs::default(),
+        &lbscope::cli::ModelArgs::default(),
     )
     .unwrap();
     let us = lbscope::tui::views::us;

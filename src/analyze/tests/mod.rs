@@ -128,6 +128,7 @@ pub fn analyzer_with(topo: Topology, interval_ns: u64, filter: Filter) -> Analyz
         AnalyzerConfig {
             interval_ns,
             filter,
+            ..Default::default()
         },
     )
 }

@@ -1,0 +1,208 @@
+//! The findings judged from the model's state at a migration (harmful_migration) and at an
+//! interval close (churn, uneven_spread): the rules of each, with the numbers they keep as
+//! evidence. Reads the model's per-CPU and per-task state; changes only its finding log.
+
+use super::stats::{self, CAPACITY_SCALE};
+use super::{DomainView, Finding, FindingKind, Model};
+use crate::cpuset::CpuSet;
+use crate::event::{Pid, Reason};
+use serde_json::json;
+
+impl Model {
+    /// harmful_migration: the move widened the src/dst group imbalance (tasks per capacity), or
+    /// left an idle allowed CPU on the task's own NUMA node.
+    pub(super) fn check_harmful(
+        &mut self,
+        t: u64,
+        pid: Pid,
+        src: u32,
+        dst: u32,
+        level: usize,
+        reason: Reason,
+    ) {
+        let Some(dom) = self.topo.domain_of(level, dst as usize) else {
+            return;
+        };
+        let group = |c: u32| dom.groups.iter().find(|g| g.contains(c as usize)).copied();
+        let (Some(gs), Some(gd)) = (group(src), group(dst)) else {
+            return;
+        };
+        let sum = |g: &CpuSet| {
+            g.iter().fold((0u64, 0u64), |(n, c), cpu| {
+                let s = self.sample(cpu);
+                (n + u64::from(s.nr_running), c + s.capacity)
+            })
+        };
+        let ((ns, cs), (nd, cd)) = (sum(&gs), sum(&gd));
+        let per_cap = |n: u64, c: u64| n * CAPACITY_SCALE * 1024 / c.max(1);
+        let before = per_cap(ns, cs).abs_diff(per_cap(nd, cd));
+        let after = per_cap(ns.saturating_sub(1), cs).abs_diff(per_cap(nd + 1, cd));
+        let key = self.topo.level_key(Some(level)).to_string();
+        let (sn, dn) = (
+            self.topo.node_of(src as usize),
+            self.topo.node_of(dst as usize),
+        );
+        let allowed = self.tasks.allowed(pid);
+        let node_idle: Vec<u32> = match sn {
+            Some(n) if sn != dn && self.known_idle(dst as usize) => self.topo.numa_nodes[n]
+                .iter()
+                .filter(|&c| c != src as usize && self.known_idle(c))
+                .filter(|&c| allowed.is_none_or(|a| a.contains(c)))
+                .map(|c| c as u32)
+                .collect(),
+            _ => Vec::new(),
+        };
+        let text = if after > before {
+            format!(
+                "{} moved task {pid} CPU {src} -> {dst} in {key} domain {}: group {gs} ({ns} \
+                 tasks) vs {gd} ({nd} tasks) got more imbalanced",
+                reason.name(),
+                dom.span
+            )
+        } else if !node_idle.is_empty() {
+            format!(
+                "{} moved task {pid} CPU {src} -> idle CPU {dst} on another NUMA node while \
+                 CPU {} of its own node was idle",
+                reason.name(),
+                node_idle[0]
+            )
+        } else {
+            return;
+        };
+        let evidence = [
+            ("reason", json!(reason.name())),
+            ("src_group", json!(gs.to_string())),
+            ("dst_group", json!(gd.to_string())),
+            ("src_group_nr_running", json!(ns)),
+            ("dst_group_nr_running", json!(nd)),
+            ("imbalance_before", json!(before)),
+            ("imbalance_after", json!(after)),
+            ("src_node_idle_cpus", json!(node_idle)),
+        ];
+        self.log.add(Finding {
+            kind: FindingKind::HarmfulMigration,
+            t_ns: t,
+            level: Some(key),
+            span: Some(dom.span),
+            cpus: vec![src, dst],
+            pids: vec![pid],
+            evidence: evidence
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            text,
+        });
+    }
+
+    pub(super) fn churn(&mut self, t: u64, v: &DomainView, moves: u64, rate: u64, prev: u64) {
+        let evidence = [
+            ("migrations", json!(moves)),
+            ("per_s", json!(rate)),
+            ("threshold_per_s", json!(self.config.churn_per_s)),
+            ("imbalance_before", json!(prev)),
+            ("imbalance_after", json!(v.imbalance)),
+            ("migration_type", json!(v.migration_type)),
+        ];
+        self.log.add(Finding {
+            kind: FindingKind::Churn,
+            t_ns: t,
+            level: Some(v.level.clone()),
+            span: Some(v.span),
+            cpus: v.span.iter().map(|c| c as u32).collect(),
+            pids: Vec::new(),
+            evidence: evidence
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            text: format!(
+                "{} domain {} moved {rate} tasks/s while its imbalance went {prev} -> {}",
+                v.level, v.span, v.imbalance
+            ),
+        });
+    }
+
+    /// uneven_spread over NUMA nodes, or over LLCs on a single-node machine.
+    pub(super) fn uneven_spread(&mut self, t: u64) {
+        let buckets: Vec<CpuSet> = if self
+            .topo
+            .numa_nodes
+            .iter()
+            .filter(|n| !n.is_empty())
+            .count()
+            > 1
+        {
+            self.topo
+                .numa_nodes
+                .iter()
+                .filter(|n| !n.is_empty())
+                .copied()
+                .collect()
+        } else if let Some(l) = self
+            .llc_level
+            .filter(|&l| self.topo.levels[l].domains.len() > 1)
+        {
+            self.topo.levels[l].domains.iter().map(|d| d.span).collect()
+        } else {
+            return;
+        };
+        let by = if self.topo.numa_nodes.len() > 1 {
+            "node"
+        } else {
+            "llc"
+        };
+        for (tgid, hist) in self.tasks.spread(&buckets) {
+            let total: u64 = hist.iter().sum();
+            if total < u64::from(self.config.spread_min_threads) {
+                continue;
+            }
+            let (imax, &max) = hist
+                .iter()
+                .enumerate()
+                .max_by_key(|(i, &n)| (n, std::cmp::Reverse(*i)))
+                .unwrap_or((0, &0));
+            let (imin, &min) = hist
+                .iter()
+                .enumerate()
+                .min_by_key(|(i, &n)| (n, *i))
+                .unwrap_or((0, &0));
+            let free = buckets[imin].iter().any(|c| self.known_idle(c));
+            let uneven = max - min > stats::NUMA_IMBALANCE_MIN
+                && max * 100 > self.config.spread_ratio_pct * min
+                && (min as usize) < buckets[imin].len()
+                && free;
+            if !uneven {
+                continue;
+            }
+            let hist_s: Vec<String> = hist.iter().map(u64::to_string).collect();
+            let evidence = [
+                ("tgid", json!(tgid)),
+                ("by", json!(by)),
+                (
+                    "buckets",
+                    json!(buckets.iter().map(CpuSet::to_string).collect::<Vec<_>>()),
+                ),
+                ("threads", json!(hist)),
+                ("ratio_pct", json!(self.config.spread_ratio_pct)),
+            ];
+            self.log.add(Finding {
+                kind: FindingKind::UnevenSpread,
+                t_ns: t,
+                level: None,
+                span: None,
+                cpus: buckets[imin].iter().map(|c| c as u32).collect(),
+                pids: vec![tgid],
+                evidence: evidence
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+                text: format!(
+                    "process {tgid} holds {} threads per {by} ({max} on CPUs {} vs {min} on {}, \
+                     which has an idle CPU)",
+                    hist_s.join("/"),
+                    buckets[imax],
+                    buckets[imin]
+                ),
+            });
+        }
+    }
+}

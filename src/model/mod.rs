@@ -1,0 +1,452 @@
+//! The balancer model: what the kernel's load balancer sees at each domain (group statistics,
+//! group types, busiest group, imbalance) computed from the event stream, and the findings
+//! (wrong placements) judged against it.
+//!
+//! Pure and deterministic like the analyzer that owns it: no I/O, no clock, no terminal; time
+//! comes only from event timestamps. The analyzer feeds every event to [`Model::push`], reports
+//! idle-while-waiting stretches it has measured through [`Model::missed_pull`] (that accounting
+//! lives in `analyze::idle`, not here), and takes the interval's views and findings with
+//! [`Model::take`].
+//!
+//! Invariants: memory is bounded by CPUs, domains and live tasks (a task is dropped at its
+//! exit) plus at most `max_findings` finding details per interval.
+//!
+//! Approximations (see also `stats`): per-CPU inputs are the last `NrRunning`, `Pelt` and
+//! `Capacity` events (capacity 1024 until one is seen) and idleness from `Switch`; per-task
+//! load and misfit are not observable, so the model works with per-CPU figures only; a
+//! thread's place is the last CPU it was seen on.
+
+pub mod domains;
+pub mod findings;
+mod judge;
+pub mod stats;
+mod task;
+#[cfg(test)]
+mod tests;
+
+pub use domains::DomainView;
+pub use findings::{Finding, FindingKind, FindingLog};
+pub use stats::{GroupStats, GroupType, MigrationType, ModelRules};
+
+use crate::cpuset::{CpuSet, MAX_CPUS};
+use crate::event::{Event, EventKind, Pid};
+use crate::topology::{LevelKind, Topology};
+use domains::DomainTable;
+use serde_json::json;
+use stats::CpuSample;
+use task::TaskTable;
+
+/// The model's thresholds; every one is a `report`/`diff` flag.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelConfig {
+    /// Which kernel's rules (from the kernel release of the recording or the running kernel).
+    pub rules: ModelRules,
+    /// missed_pull: how long a CPU may stay idle while a movable task waits, in ms; `None` =
+    /// per domain, see [`Model::missed_pull_ns`].
+    pub missed_pull_ms: Option<u64>,
+    /// ping_pong: the window of an A -> B -> A round trip, ns.
+    pub ping_pong_ns: u64,
+    /// churn: migrations per second into a domain above which churn is considered.
+    pub churn_per_s: u64,
+    /// uneven_spread: the most loaded node (or LLC) must hold more than this percentage of the
+    /// least loaded one's threads.
+    pub spread_ratio_pct: u64,
+    /// uneven_spread: processes with fewer threads than this are not judged.
+    pub spread_min_threads: u32,
+    /// Finding details kept per interval (all are counted).
+    pub max_findings: usize,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        ModelConfig {
+            rules: ModelRules::default(),
+            missed_pull_ms: None,
+            ping_pong_ns: 10_000_000,
+            churn_per_s: 200,
+            spread_ratio_pct: 200,
+            spread_min_threads: 4,
+            max_findings: 50,
+        }
+    }
+}
+
+/// An idle-while-waiting stretch the analyzer measured in one domain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdleStretch {
+    /// Level index.
+    pub level: usize,
+    /// The domain's span.
+    pub span: CpuSet,
+    /// When the stretch began (ns).
+    pub since_ns: u64,
+    /// Now (ns).
+    pub now_ns: u64,
+    /// Idle CPUs of the span.
+    pub idle: CpuSet,
+    /// CPUs of the span with a waiting task.
+    pub waiting: CpuSet,
+    /// Some of the waiting tasks (at most 8).
+    pub pids: Vec<Pid>,
+}
+
+/// What is known of one CPU.
+#[derive(Clone, Copy, Debug, Default)]
+struct CpuState {
+    current: Option<Pid>,
+    nr_running: Option<u32>,
+    load: u64,
+    runnable: u64,
+    util: u64,
+    capacity: Option<u64>,
+}
+
+impl CpuState {
+    fn sample(&self) -> CpuSample {
+        let nr = self.nr_running.unwrap_or(match self.current {
+            Some(0) | None => 0,
+            Some(_) => 1,
+        });
+        CpuSample {
+            nr_running: nr,
+            load_avg: self.load,
+            runnable_avg: self.runnable,
+            util_avg: self.util,
+            capacity: self.capacity.unwrap_or(stats::CAPACITY_SCALE),
+            idle: nr == 0 && self.current.is_none_or(|p| p == 0),
+        }
+    }
+
+    /// Seen running its idle task with nothing queued. Findings use this, not the
+    /// sample's idleness, so that a CPU not seen yet never counts as an idle one.
+    fn known_idle(&self) -> bool {
+        self.current == Some(0) && self.nr_running.unwrap_or(0) == 0
+    }
+
+    /// Running something other than its idle task (and other than `pid`).
+    fn busy_with_other(&self, pid: Pid) -> bool {
+        self.current.is_some_and(|c| c != 0 && c != pid)
+    }
+}
+
+/// The balancer model; see the module documentation.
+#[derive(Clone, Debug)]
+pub struct Model {
+    topo: Topology,
+    config: ModelConfig,
+    table: DomainTable,
+    cpus: Vec<CpuState>,
+    tasks: TaskTable,
+    log: FindingLog,
+    /// Migrations into each domain (flat index) this interval.
+    moves: Vec<u64>,
+    /// Each domain's imbalance at the previous interval close.
+    prev_imbalance: Vec<u64>,
+    /// The highest level sharing the LLC (the wakeup scan's scope), if any.
+    llc_level: Option<usize>,
+}
+
+impl Model {
+    /// A model of `topo`'s domains.
+    pub fn new(topo: &Topology, config: ModelConfig) -> Model {
+        let table = DomainTable::new(topo, config.rules);
+        let n = table.doms.len();
+        let llc_level = topo
+            .levels
+            .iter()
+            .rposition(|l| matches!(l.kind, LevelKind::Smt | LevelKind::Cluster | LevelKind::Llc));
+        Model {
+            topo: topo.clone(),
+            log: FindingLog::new(config.max_findings),
+            config,
+            table,
+            cpus: vec![CpuState::default(); topo.nr_cpus],
+            tasks: TaskTable::default(),
+            moves: vec![0; n],
+            prev_imbalance: vec![0; n],
+            llc_level,
+        }
+    }
+
+    /// The rules in use.
+    pub fn rules(&self) -> ModelRules {
+        self.config.rules
+    }
+
+    fn cpu_mut(&mut self, cpu: u32) -> Option<&mut CpuState> {
+        let c = cpu as usize;
+        if c >= MAX_CPUS {
+            return None;
+        }
+        if self.cpus.len() <= c {
+            self.cpus.resize(c + 1, CpuState::default());
+        }
+        Some(&mut self.cpus[c])
+    }
+
+    fn sample(&self, cpu: usize) -> CpuSample {
+        self.cpus.get(cpu).map(CpuState::sample).unwrap_or_default()
+    }
+
+    /// Whether `cpu` is known to be idle (see `CpuState::known_idle`).
+    fn known_idle(&self, cpu: usize) -> bool {
+        self.cpus.get(cpu).is_some_and(CpuState::known_idle)
+    }
+
+    fn samples(&self) -> Vec<CpuSample> {
+        self.cpus.iter().map(CpuState::sample).collect()
+    }
+
+    /// Folds one event: per-CPU and per-task state, and the findings judged at events
+    /// (busy_wakeup, harmful_migration, ping_pong).
+    pub fn push(&mut self, ev: &Event) {
+        let (t, cpu) = (ev.ts_ns, ev.cpu);
+        match &ev.kind {
+            EventKind::Switch { next_pid, .. } => {
+                if let Some(c) = self.cpu_mut(cpu) {
+                    c.current = Some(*next_pid);
+                }
+                self.tasks.ran(*next_pid, cpu);
+            }
+            EventKind::Wakeup { pid, target_cpu } => {
+                self.check_wakeup(t, *pid, *target_cpu);
+                self.tasks.place(*pid, *target_cpu);
+            }
+            EventKind::WakeupNew {
+                pid,
+                tgid,
+                target_cpu,
+            } => {
+                self.tasks.identify(*pid, *tgid);
+                self.tasks.place(*pid, *target_cpu);
+            }
+            EventKind::Migrate {
+                pid,
+                src_cpu,
+                dst_cpu,
+                reason,
+                ..
+            } if src_cpu != dst_cpu && *pid != 0 => {
+                self.on_migrate(t, *pid, *src_cpu, *dst_cpu, *reason);
+            }
+            EventKind::NrRunning { rq_cpu, nr_running } => {
+                if let Some(c) = self.cpu_mut(*rq_cpu) {
+                    c.nr_running = Some(*nr_running);
+                }
+            }
+            EventKind::Pelt {
+                rq_cpu,
+                load_avg,
+                runnable_avg,
+                util_avg,
+            } => {
+                if let Some(c) = self.cpu_mut(*rq_cpu) {
+                    c.load = *load_avg;
+                    c.runnable = *runnable_avg;
+                    c.util = *util_avg;
+                }
+            }
+            EventKind::Capacity { rq_cpu, capacity } => {
+                if let Some(c) = self.cpu_mut(*rq_cpu) {
+                    c.capacity = Some(*capacity);
+                }
+            }
+            EventKind::Task { pid, tgid, .. } => self.tasks.identify(*pid, *tgid),
+            EventKind::Affinity { pid, cpus } => self.tasks.set_allowed(*pid, cpus),
+            EventKind::Exit { pid, .. } => self.tasks.remove(*pid),
+            _ => {}
+        }
+    }
+
+    /// The missed_pull threshold of a domain at `level`, ns: `--missed-pull-ms` if given,
+    /// else the longest the kernel's own rules let a movable task wait: a cache-hot task is
+    /// refused until `cache_nice_tries` balance attempts failed, and an idle CPU's interval
+    /// may have doubled to max_interval (twice the span weight in ms), so
+    /// `2 × weight ms × (cache_nice_tries + 1)`.
+    pub fn missed_pull_ns(&self, level: usize, span: &CpuSet) -> u64 {
+        let tries = match self.topo.levels.get(level).map(|l| l.kind) {
+            Some(LevelKind::Smt) => 0,
+            Some(LevelKind::Numa) => 2,
+            _ => 1,
+        };
+        let ms = self
+            .config
+            .missed_pull_ms
+            .unwrap_or(2 * span.len() as u64 * (tries + 1));
+        ms.max(1) * 1_000_000
+    }
+
+    /// Records a missed_pull: the analyzer saw a CPU of this domain idle for at least
+    /// [`Model::missed_pull_ns`] while a task allowed on it waited elsewhere in the domain.
+    pub fn missed_pull(&mut self, s: &IdleStretch) {
+        let key = self.topo.level_key(Some(s.level)).to_string();
+        let limit = self.missed_pull_ns(s.level, &s.span);
+        let idle_ms = s.now_ns.saturating_sub(s.since_ns) / 1_000_000;
+        let text = format!(
+            "CPU {} of {key} domain {} stayed idle {idle_ms} ms (limit {} ms) while tasks it \
+             could run waited on CPU {}",
+            s.idle,
+            s.span,
+            limit / 1_000_000,
+            s.waiting
+        );
+        let evidence = [
+            ("idle_cpus", json!(s.idle.to_string())),
+            ("waiting_cpus", json!(s.waiting.to_string())),
+            ("idle_ns", json!(s.now_ns.saturating_sub(s.since_ns))),
+            ("limit_ns", json!(limit)),
+            ("since_ns", json!(s.since_ns)),
+        ];
+        self.log.add(Finding {
+            kind: FindingKind::MissedPull,
+            t_ns: s.now_ns,
+            level: Some(key),
+            span: Some(s.span),
+            cpus: s.idle.or(&s.waiting).iter().map(|c| c as u32).collect(),
+            pids: s.pids.clone(),
+            evidence: evidence
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            text,
+        });
+    }
+
+    /// busy_wakeup: `pid` queued on a CPU running another task while an idle CPU it is
+    /// allowed on existed in the target's LLC.
+    fn check_wakeup(&mut self, t: u64, pid: Pid, target: u32) {
+        let Some(level) = self.llc_level else {
+            return;
+        };
+        if pid == 0
+            || !self
+                .cpus
+                .get(target as usize)
+                .is_some_and(|c| c.busy_with_other(pid))
+        {
+            return;
+        }
+        let Some(span) = self.topo.span(level, target as usize) else {
+            return;
+        };
+        let allowed = self.tasks.allowed(pid);
+        let idle: Vec<u32> = span
+            .iter()
+            .filter(|&c| c != target as usize && self.known_idle(c))
+            .filter(|&c| allowed.is_none_or(|a| a.contains(c)))
+            .map(|c| c as u32)
+            .collect();
+        if idle.is_empty() {
+            return;
+        }
+        let cur = self.cpus[target as usize].current.unwrap_or(0);
+        let key = self.topo.level_key(Some(level)).to_string();
+        let mut cpus = vec![target];
+        cpus.extend(&idle);
+        let evidence = [
+            ("target_cpu", json!(target)),
+            ("target_current_pid", json!(cur)),
+            (
+                "target_nr_running",
+                json!(self.sample(target as usize).nr_running),
+            ),
+            ("idle_cpus", json!(idle)),
+            ("prev_cpu", json!(self.tasks.cpu(pid))),
+        ];
+        self.log.add(Finding {
+            kind: FindingKind::BusyWakeup,
+            t_ns: t,
+            level: Some(key.clone()),
+            span: Some(span),
+            cpus,
+            pids: vec![pid],
+            evidence: evidence
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            text: format!(
+                "task {pid} woke onto CPU {target}, busy with task {cur}, while CPU {} of its \
+                 {key} domain {span} was idle and allowed",
+                idle[0]
+            ),
+        });
+    }
+
+    fn on_migrate(&mut self, t: u64, pid: Pid, src: u32, dst: u32, reason: crate::event::Reason) {
+        let level = self.topo.crossed_level(src as usize, dst as usize);
+        if let Some(i) = level.and_then(|l| self.table.index(&self.topo, l, dst as usize)) {
+            self.moves[i] += 1;
+        }
+        if reason.is_balancer() {
+            if let Some(l) = level {
+                self.check_harmful(t, pid, src, dst, l, reason);
+            }
+        }
+        if let Some(back) = self
+            .tasks
+            .migrated(pid, src, dst, t, self.config.ping_pong_ns)
+        {
+            let key = self.topo.level_key(level).to_string();
+            let evidence = [
+                ("first_move_ns", json!(back.t_ns)),
+                ("round_trip_ns", json!(t.saturating_sub(back.t_ns))),
+                ("first_reason", json!(back.reason.name())),
+                ("second_reason", json!(reason.name())),
+                ("window_ns", json!(self.config.ping_pong_ns)),
+            ];
+            self.log.add(Finding {
+                kind: FindingKind::PingPong,
+                t_ns: t,
+                level: Some(key),
+                span: level.and_then(|l| self.topo.span(l, dst as usize)),
+                cpus: vec![dst, src],
+                pids: vec![pid],
+                evidence: evidence
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+                text: format!(
+                    "task {pid} moved CPU {dst} -> {src} ({}) and back -> {dst} ({}) within {} us",
+                    back.reason.name(),
+                    reason.name(),
+                    t.saturating_sub(back.t_ns) / 1000
+                ),
+            });
+        }
+        self.tasks.moved(pid, src, dst, t, reason);
+    }
+
+    /// Closes the interval `[start, end)`: judges churn and uneven_spread, and returns every
+    /// domain's view at `end` (those whose span passes `keep`), the kept findings and the counts
+    /// by kind.
+    pub fn take(
+        &mut self,
+        start: u64,
+        end: u64,
+        keep: impl Fn(&CpuSet) -> bool,
+    ) -> (
+        Vec<DomainView>,
+        Vec<Finding>,
+        std::collections::BTreeMap<String, u64>,
+    ) {
+        let samples = self.samples();
+        let mut views = Vec::with_capacity(self.table.doms.len());
+        let len = end.saturating_sub(start);
+        for i in 0..self.table.doms.len() {
+            let v = self.table.doms[i].view(&samples);
+            let moves = std::mem::take(&mut self.moves[i]);
+            let prev = std::mem::replace(&mut self.prev_imbalance[i], v.imbalance);
+            let rate = (moves as u128 * 1_000_000_000 / u128::from(len.max(1))) as u64;
+            if len > 0 && rate > self.config.churn_per_s && v.imbalance >= prev {
+                self.churn(end, &v, moves, rate, prev);
+            }
+            if keep(&v.span) {
+                views.push(v);
+            }
+        }
+        self.uneven_spread(end);
+        self.tasks.new_interval();
+        let (f, by_kind) = self.log.take();
+        (views, f, by_kind)
+    }
+}

@@ -1,0 +1,138 @@
+//! What the model keeps per task: its process, its affinity, the last CPU it was seen on,
+//! its last migration (for ping-pong) and whether it ran this interval (for spread).
+//!
+//! Invariants: a task's entry goes at its exit; `allowed` is `None` for "every CPU".
+
+use crate::analyze::idhash::IdMap;
+use crate::cpuset::CpuSet;
+use crate::event::{Pid, Reason};
+
+/// A task's last migration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LastMove {
+    /// Source CPU.
+    pub src: u32,
+    /// Destination CPU.
+    pub dst: u32,
+    /// When.
+    pub t_ns: u64,
+    /// Why.
+    pub reason: Reason,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Task {
+    tgid: Option<Pid>,
+    allowed: Option<CpuSet>,
+    cpu: Option<u32>,
+    last_move: Option<LastMove>,
+    ran: bool,
+}
+
+/// Every task the model knows.
+#[derive(Clone, Debug, Default)]
+pub struct TaskTable {
+    tasks: IdMap<Pid, Task>,
+}
+
+impl TaskTable {
+    /// Its thread-group id is `tgid`.
+    pub fn identify(&mut self, pid: Pid, tgid: Pid) {
+        if pid != 0 {
+            self.tasks.entry(pid).or_default().tgid = Some(tgid);
+        }
+    }
+
+    /// Its allowed CPUs.
+    pub fn set_allowed(&mut self, pid: Pid, cpus: &CpuSet) {
+        if pid != 0 {
+            // A mask holding every online CPU is stored as is: `allowed()` then allows all.
+            self.tasks.entry(pid).or_default().allowed = Some(*cpus);
+        }
+    }
+
+    /// Its affinity (`None` = every CPU).
+    pub fn allowed(&self, pid: Pid) -> Option<&CpuSet> {
+        self.tasks.get(&pid).and_then(|t| t.allowed.as_ref())
+    }
+
+    /// The last CPU it was seen on.
+    pub fn cpu(&self, pid: Pid) -> Option<u32> {
+        self.tasks.get(&pid).and_then(|t| t.cpu)
+    }
+
+    /// It was queued on `cpu` (wakeup placement), without running yet.
+    pub fn place(&mut self, pid: Pid, cpu: u32) {
+        if pid != 0 {
+            self.tasks.entry(pid).or_default().cpu = Some(cpu);
+        }
+    }
+
+    /// It started running on `cpu`.
+    pub fn ran(&mut self, pid: Pid, cpu: u32) {
+        if pid != 0 {
+            let t = self.tasks.entry(pid).or_default();
+            t.cpu = Some(cpu);
+            t.ran = true;
+        }
+    }
+
+    /// Records its move `src -> dst` at `t`; returns the previous move if this one undoes it
+    /// (`dst -> src`) within `window` ns.
+    pub fn migrated(
+        &mut self,
+        pid: Pid,
+        src: u32,
+        dst: u32,
+        t: u64,
+        window: u64,
+    ) -> Option<LastMove> {
+        let last = self.tasks.get(&pid).and_then(|t| t.last_move)?;
+        (last.src == dst && last.dst == src && t.saturating_sub(last.t_ns) <= window)
+            .then_some(last)
+    }
+
+    /// It moved `src -> dst` at `t` for `reason` (call after [`TaskTable::migrated`]).
+    pub fn moved(&mut self, pid: Pid, src: u32, dst: u32, t_ns: u64, reason: Reason) {
+        let t = self.tasks.entry(pid).or_default();
+        t.cpu = Some(dst);
+        t.last_move = Some(LastMove {
+            src,
+            dst,
+            t_ns,
+            reason,
+        });
+    }
+
+    /// Forgets it.
+    pub fn remove(&mut self, pid: Pid) {
+        self.tasks.remove(&pid);
+    }
+
+    /// Clears the ran-this-interval marks.
+    pub fn new_interval(&mut self) {
+        for t in self.tasks.values_mut() {
+            t.ran = false;
+        }
+    }
+
+    /// For each process, how many of its threads that ran this interval and may run on every
+    /// bucket sit in each bucket; sorted by tgid.
+    pub fn spread(&self, buckets: &[CpuSet]) -> Vec<(Pid, Vec<u64>)> {
+        let mut out: std::collections::BTreeMap<Pid, Vec<u64>> = Default::default();
+        for t in self.tasks.values() {
+            let (Some(tgid), Some(cpu), true) = (t.tgid, t.cpu, t.ran) else {
+                continue;
+            };
+            if let Some(a) = &t.allowed {
+                if !buckets.iter().all(|b| b.is_subset(a)) {
+                    continue;
+                }
+            }
+            if let Some(i) = buckets.iter().position(|b| b.contains(cpu as usize)) {
+                out.entry(tgid).or_insert_with(|| vec![0; buckets.len()])[i] += 1;
+            }
+        }
+        out.into_iter().collect()
+    }
+}

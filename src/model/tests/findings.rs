@@ -1,0 +1,354 @@
+//! Findings from event sequences built in code, fed through the analyzer that owns the model:
+//! one positive and one negative case per kind, the cap, and a balanced run raising nothing.
+
+use crate::analyze::tests::{
+    affinity, analyzer, clock, ev, migrate, one, run, switch, task, topo3, wakeup, LONG,
+};
+use crate::analyze::{Analyzer, AnalyzerConfig, Snapshot};
+use crate::event::{Event, EventKind, Reason};
+use crate::model::{FindingKind, ModelConfig};
+use crate::topology::{LevelKind, Topology};
+
+const MS: u64 = 1_000_000;
+
+fn nr(ts: u64, cpu: u32, n: u32) -> Event {
+    ev(
+        ts,
+        cpu,
+        EventKind::NrRunning {
+            rq_cpu: cpu,
+            nr_running: n,
+        },
+    )
+}
+
+fn count(s: &Snapshot, k: FindingKind) -> u64 {
+    s.findings_by_kind[k.name()]
+}
+
+fn flat2() -> Topology {
+    Topology::synthetic_flat(2)
+}
+
+/// CPU 0 runs task 10, CPU 1 is idle, task 11 wakes onto CPU 0 at 1 us.
+fn one_waits_next_to_idle() -> Vec<Event> {
+    vec![
+        switch(0, 0, 0, 0, 10),
+        nr(0, 0, 1),
+        switch(0, 1, 0, 1, 0),
+        nr(0, 1, 0),
+        wakeup(1_000, 11, 0),
+        nr(1_000, 0, 2),
+    ]
+}
+
+#[test]
+fn missed_pull_when_idle_outlasts_the_balance_interval() {
+    // The MC domain of 2 CPUs: max_interval 4 ms, cache_nice_tries 1 -> 8 ms.
+    let mut evs = one_waits_next_to_idle();
+    evs.push(clock(7 * MS));
+    assert_eq!(count(&one(flat2(), &evs), FindingKind::MissedPull), 0);
+    evs.push(clock(9 * MS));
+    let s = one(flat2(), &evs);
+    assert_eq!(count(&s, FindingKind::MissedPull), 1, "{:?}", s.findings);
+    let f = s
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::MissedPull)
+        .unwrap();
+    assert_eq!(f.pids, vec![11]);
+    assert_eq!(f.cpus, vec![0, 1]);
+    assert_eq!(f.level.as_deref(), Some("llc"));
+    assert_eq!(f.evidence["limit_ns"], 8 * MS);
+    // Reported once per stretch, however long it lasts.
+    let mut evs = one_waits_next_to_idle();
+    evs.extend([clock(9 * MS), clock(12 * MS), clock(30 * MS)]);
+    assert_eq!(count(&one(flat2(), &evs), FindingKind::MissedPull), 1);
+}
+
+#[test]
+fn no_missed_pull_before_the_interval_or_for_pinned_waiters() {
+    let mut evs = one_waits_next_to_idle();
+    evs.push(clock(MS));
+    assert_eq!(count(&one(flat2(), &evs), FindingKind::MissedPull), 0);
+    // Task 11 may only run on CPU 0: the idle CPU could not have pulled it.
+    let mut evs = vec![affinity(0, 11, "0")];
+    evs.extend(one_waits_next_to_idle());
+    evs.push(clock(10 * MS));
+    let s = one(flat2(), &evs);
+    assert_eq!(count(&s, FindingKind::MissedPull), 0);
+    assert_eq!(
+        count(&s, FindingKind::BusyWakeup),
+        0,
+        "CPU 1 is not allowed either"
+    );
+}
+
+#[test]
+fn busy_wakeup_needs_an_idle_allowed_cpu_in_the_llc() {
+    let s = one(flat2(), &one_waits_next_to_idle());
+    assert_eq!(count(&s, FindingKind::BusyWakeup), 1);
+    let f = &s.findings[0];
+    assert_eq!((f.pids.clone(), f.cpus.clone()), (vec![11], vec![0, 1]));
+    assert_eq!(f.evidence["target_current_pid"], 10);
+    // Both CPUs busy: nowhere better to go.
+    let evs = vec![
+        switch(0, 0, 0, 0, 10),
+        switch(0, 1, 0, 0, 12),
+        wakeup(1_000, 11, 0),
+    ];
+    assert_eq!(count(&one(flat2(), &evs), FindingKind::BusyWakeup), 0);
+    // The idle CPU is in another LLC (topo3: LLCs 0-3 and 4-7): not the wakeup's scope.
+    let mut evs: Vec<Event> = (0..4).map(|c| switch(0, c, 0, 0, 100 + c)).collect();
+    evs.push(switch(0, 4, 1, 1, 0));
+    evs.push(wakeup(1_000, 11, 0));
+    assert_eq!(count(&one(topo3(), &evs), FindingKind::BusyWakeup), 0);
+}
+
+#[test]
+fn harmful_migration_widening_the_group_gap() {
+    // One task on each CPU; the balancer moves CPU 0's queued task to CPU 1: 1/1 -> 0/2.
+    let base = vec![
+        switch(0, 0, 0, 0, 10),
+        switch(0, 1, 0, 0, 11),
+        nr(0, 0, 1),
+        nr(0, 1, 1),
+    ];
+    let mut evs = base.clone();
+    evs.push(migrate(1_000, 12, 0, 1, Reason::PeriodicBalance));
+    let s = one(flat2(), &evs);
+    assert_eq!(count(&s, FindingKind::HarmfulMigration), 1);
+    let f = &s.findings[0];
+    assert_eq!(f.evidence["imbalance_before"], 0);
+    assert!(f.evidence["imbalance_after"].as_u64().unwrap() > 0);
+    // 2/0 -> 1/1 narrows it; a wakeup move is not the balancer's.
+    let evs = vec![
+        switch(0, 0, 0, 0, 10),
+        nr(0, 0, 2),
+        switch(0, 1, 0, 1, 0),
+        nr(0, 1, 0),
+        migrate(1_000, 12, 0, 1, Reason::NewidleBalance),
+    ];
+    assert_eq!(count(&one(flat2(), &evs), FindingKind::HarmfulMigration), 0);
+    let mut evs = base;
+    evs.push(migrate(1_000, 12, 0, 1, Reason::Wakeup));
+    assert_eq!(count(&one(flat2(), &evs), FindingKind::HarmfulMigration), 0);
+}
+
+#[test]
+fn harmful_migration_to_another_node_while_home_had_room() {
+    // topo3: nodes 0-3 and 4-7. CPU 1 (node 0) and CPU 4 (node 1) idle; the move 0 -> 4
+    // keeps the node gap (4/3 -> 3/4) but left CPU 1 idle on the task's own node.
+    let mut evs = vec![];
+    for (c, n) in [(0, 2), (2, 1), (3, 1), (5, 1), (6, 1), (7, 1)] {
+        evs.push(switch(0, c, 0, 0, 100 + c));
+        evs.push(nr(0, c, n));
+    }
+    evs.push(switch(0, 1, 1, 1, 0));
+    evs.push(switch(0, 4, 1, 1, 0));
+    evs.push(migrate(1_000, 30, 0, 4, Reason::NohzIdleBalance));
+    let s = one(topo3(), &evs);
+    assert_eq!(
+        count(&s, FindingKind::HarmfulMigration),
+        1,
+        "{:?}",
+        s.findings
+    );
+    let f = s
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::HarmfulMigration)
+        .unwrap();
+    assert_eq!(f.level.as_deref(), Some("numa"));
+    assert_eq!(f.evidence["src_node_idle_cpus"], serde_json::json!([1]));
+}
+
+#[test]
+fn ping_pong_within_the_window_only() {
+    let evs = vec![
+        migrate(0, 20, 0, 1, Reason::PeriodicBalance),
+        migrate(5 * MS, 20, 1, 0, Reason::Wakeup),
+    ];
+    let s = one(flat2(), &evs);
+    assert_eq!(count(&s, FindingKind::PingPong), 1);
+    assert_eq!(
+        s.findings
+            .iter()
+            .find(|f| f.kind == FindingKind::PingPong)
+            .unwrap()
+            .pids,
+        vec![20]
+    );
+    let evs = vec![
+        migrate(0, 20, 0, 1, Reason::PeriodicBalance),
+        migrate(20 * MS, 20, 1, 0, Reason::Wakeup),
+    ];
+    assert_eq!(count(&one(flat2(), &evs), FindingKind::PingPong), 0);
+    // A -> B then B -> C is no round trip.
+    let evs = vec![
+        migrate(0, 20, 0, 1, Reason::Wakeup),
+        migrate(MS, 20, 1, 2, Reason::Wakeup),
+    ];
+    assert_eq!(count(&one(topo3(), &evs), FindingKind::PingPong), 0);
+}
+
+fn churn_run(moves: u64) -> Vec<Snapshot> {
+    let mut a = analyzer(flat2(), 1_000 * MS);
+    let mut evs = vec![switch(0, 0, 0, 0, 10), switch(0, 1, 0, 0, 11)];
+    for i in 0..moves {
+        let (s, d) = if i % 2 == 0 { (0, 1) } else { (1, 0) };
+        evs.push(migrate(
+            1 + i * (900 * MS / moves.max(1)),
+            1000 + i as u32,
+            s,
+            d,
+            Reason::Wakeup,
+        ));
+    }
+    evs.push(clock(1_000 * MS));
+    run(&mut a, &evs)
+}
+
+#[test]
+fn churn_above_the_rate_while_imbalance_stays() {
+    let s = churn_run(300);
+    assert_eq!(count(&s[0], FindingKind::Churn), 1);
+    let f = s[0]
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::Churn)
+        .unwrap();
+    assert_eq!(f.evidence["migrations"], 300);
+    assert_eq!(count(&churn_run(100)[0], FindingKind::Churn), 0);
+}
+
+#[test]
+fn uneven_spread_over_nodes_with_room() {
+    // Process 100: five threads on node 0 (CPUs 0-3), one on node 1 where CPU 7 idles.
+    let mut evs = vec![switch(0, 7, 0, 1, 0)];
+    for (i, cpu) in [0u32, 1, 2, 3, 0, 4].iter().enumerate() {
+        let pid = 100 + i as u32;
+        evs.push(task(0, pid, 100, "job"));
+        evs.push(switch(10 + i as u64, *cpu, 0, 0, pid));
+    }
+    let s = one(topo3(), &evs);
+    assert_eq!(count(&s, FindingKind::UnevenSpread), 1, "{:?}", s.findings);
+    let f = s
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::UnevenSpread)
+        .unwrap();
+    assert_eq!(f.evidence["threads"], serde_json::json!([5, 1]));
+    assert_eq!(f.pids, vec![100]);
+    // Without a CPU known to idle on node 1 there is no free capacity to point at.
+    assert_eq!(
+        count(&one(topo3(), &evs[1..]), FindingKind::UnevenSpread),
+        0
+    );
+    // Three and three: even.
+    let mut evs = vec![];
+    for (i, cpu) in [0u32, 1, 2, 4, 5, 6].iter().enumerate() {
+        let pid = 100 + i as u32;
+        evs.push(task(0, pid, 100, "job"));
+        evs.push(switch(10 + i as u64, *cpu, 0, 0, pid));
+    }
+    assert_eq!(count(&one(topo3(), &evs), FindingKind::UnevenSpread), 0);
+}
+
+#[test]
+fn details_are_capped_but_all_counted() {
+    let mut a = Analyzer::new(
+        flat2(),
+        AnalyzerConfig {
+            interval_ns: LONG,
+            model: ModelConfig {
+                max_findings: 2,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    );
+    let mut evs = vec![switch(0, 0, 0, 0, 10), switch(0, 1, 0, 1, 0)];
+    for i in 0..5 {
+        evs.push(wakeup(10 + i, 200 + i as u32, 0));
+    }
+    let s = run(&mut a, &evs).remove(0);
+    assert_eq!(count(&s, FindingKind::BusyWakeup), 5);
+    assert_eq!(s.findings.len(), 2);
+}
+
+#[test]
+fn balanced_spinners_raise_nothing() {
+    // Two spinners, one per CPU, ticking for a second with full PELT figures.
+    let mut evs = vec![
+        switch(0, 0, 0, 0, 10),
+        switch(0, 1, 0, 0, 11),
+        nr(0, 0, 1),
+        nr(0, 1, 1),
+    ];
+    for t in (4..1_000).step_by(4) {
+        for c in 0..2 {
+            evs.push(ev(
+                t * MS,
+                c,
+                EventKind::Pelt {
+                    rq_cpu: c,
+                    load_avg: 1024,
+                    runnable_avg: 1024,
+                    util_avg: 1000,
+                },
+            ));
+        }
+    }
+    let s = one(flat2(), &evs);
+    assert!(
+        s.findings_by_kind.values().all(|&n| n == 0),
+        "{:?}",
+        s.findings
+    );
+    assert_eq!(s.domains.len(), 1);
+    assert_eq!(s.domains[0].imbalance, 0);
+    assert_eq!(s.model_rules, "v6_6_plus");
+}
+
+/// Process 100 with `per_node[n]` threads on node `n` of a 4-node, 80-CPU machine.
+fn spread(per_node: [u32; 4]) -> Snapshot {
+    let topo = Topology::synthetic(
+        &[(LevelKind::Llc, "MC", 20), (LevelKind::Numa, "NUMA", 80)],
+        80,
+    );
+    // The last CPU of each node idles until a thread runs there.
+    let mut evs: Vec<Event> = (0..4).map(|n| switch(0, n * 20 + 19, 0, 1, 0)).collect();
+    let mut pid = 100;
+    for (node, &n) in per_node.iter().enumerate() {
+        for i in 0..n {
+            evs.push(task(0, pid, 100, "job"));
+            evs.push(switch(
+                10 + u64::from(pid),
+                node as u32 * 20 + i % 20,
+                0,
+                0,
+                pid,
+            ));
+            pid += 1;
+        }
+    }
+    one(topo, &evs)
+}
+
+#[test]
+fn uneven_spread_30_7_5_34_but_not_19_19_19_19() {
+    let s = spread([30, 7, 5, 34]);
+    assert_eq!(count(&s, FindingKind::UnevenSpread), 1);
+    let f = s
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::UnevenSpread)
+        .unwrap();
+    assert_eq!(f.evidence["threads"], serde_json::json!([30, 7, 5, 34]));
+    assert_eq!(f.evidence["by"], "node");
+    assert_eq!(
+        count(&spread([19, 19, 19, 19]), FindingKind::UnevenSpread),
+        0
+    );
+}

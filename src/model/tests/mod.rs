@@ -1,0 +1,5 @@
+//! Model tests: the kernel's arithmetic on per-CPU states built in code (`stats`), and the
+//! findings raised by event sequences fed through the analyzer (`findings`).
+
+mod findings;
+mod stats;

@@ -1,0 +1,138 @@
+//! Live scenarios for the balancer model: each workload is recorded on this machine, the
+//! recording reported as JSON, and the findings checked against what the scenario is built
+//! for. Findings are about the whole machine, so the checks look at the workload's own tasks.
+
+use crate::common::{example, lbscope, live_guard, Tracer, Workload};
+use std::time::Duration;
+
+/// Records while `wl` runs, then returns every JSON snapshot of `report FILE --json`.
+fn record_scenario(name: &str, wl: std::process::Command) -> (Vec<serde_json::Value>, Vec<u32>) {
+    let file = format!(
+        "{}/lbscope-model-{name}-{}.lbs",
+        std::env::temp_dir().display(),
+        std::process::id()
+    );
+    let mut cmd = lbscope();
+    cmd.args(["record", "-o", &file]);
+    let t = Tracer::start(
+        "lbscope record",
+        cmd,
+        Some("recording"),
+        Duration::from_millis(300),
+    );
+    let mut w = Workload::start(wl);
+    w.go_and_wait(Duration::from_secs(30));
+    let tids = w.tids.clone();
+    let (ok, _, err) = t.interrupt();
+    w.finish();
+    assert!(ok, "record exits 0: {err}");
+    let o = lbscope()
+        .args(["report", &file, "--json", "-i", "0.5"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let _ = std::fs::remove_file(&file);
+    let snaps: Vec<serde_json::Value> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!snaps.is_empty());
+    (snaps, tids)
+}
+
+/// Findings of `kind` over every snapshot.
+fn findings<'a>(snaps: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
+    snaps
+        .iter()
+        .flat_map(|s| s["findings"].as_array().unwrap())
+        .filter(|f| f["kind"] == kind)
+        .collect()
+}
+
+fn count(snaps: &[serde_json::Value], kind: &str) -> u64 {
+    snaps
+        .iter()
+        .map(|s| s["findings_by_kind"][kind].as_u64().unwrap())
+        .sum()
+}
+
+fn involves(f: &serde_json::Value, tids: &[u32]) -> bool {
+    f["pids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| tids.contains(&(p.as_u64().unwrap() as u32)))
+}
+
+#[test]
+fn pinned_spinners_overload_a_cpu_but_are_no_missed_pull() {
+    let Some(_g) = live_guard() else { return };
+    let mut wl = example("spin");
+    wl.args(["--threads", "2", "--pin", "0", "--duration-ms", "1500"]);
+    let (snaps, tids) = record_scenario("pinned", wl);
+    // The model sees CPU 0 overloaded (two spinners on one CPU) in some interval.
+    let overloaded = snaps
+        .iter()
+        .flat_map(|s| s["domains"].as_array().unwrap())
+        .any(|d| {
+            d["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|g| g["cpus"] == "0" && g["group_type"] == "overloaded")
+        });
+    assert!(overloaded, "CPU 0 classified overloaded");
+    // Their affinity keeps them off CPU 1: the idle CPU could not have pulled them.
+    let workers = &tids[1..];
+    let bad: Vec<_> = findings(&snaps, "missed_pull")
+        .into_iter()
+        .filter(|f| involves(f, workers))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "pinned waiters are not missed pulls: {bad:?}"
+    );
+}
+
+#[test]
+fn balanced_spinners_raise_no_imbalance_findings() {
+    let Some(_g) = live_guard() else { return };
+    let mut wl = example("spin");
+    wl.args(["--threads", "2", "--duration-ms", "1500"]);
+    let (snaps, tids) = record_scenario("balanced", wl);
+    for kind in ["missed_pull", "harmful_migration"] {
+        let bad: Vec<_> = findings(&snaps, kind)
+            .into_iter()
+            .filter(|f| involves(f, &tids))
+            .collect();
+        assert!(bad.is_empty(), "{kind} on a balanced run: {bad:?}");
+    }
+    assert_eq!(count(&snaps, "churn"), 0);
+    assert_eq!(count(&snaps, "uneven_spread"), 0);
+    for s in &snaps {
+        assert_eq!(s["domains"].as_array().unwrap().len(), 1, "one MC domain");
+        assert!(s["model_rules"].as_str().unwrap().starts_with('v'));
+    }
+}
+
+#[test]
+fn wakeup_storm_raises_busy_wakeups() {
+    let Some(_g) = live_guard() else { return };
+    // Eight workers and two message threads on two CPUs: wakeups land on busy CPUs.
+    let mut wl = example("wakeup_storm");
+    wl.args(["--duration-ms", "1500"]);
+    let (snaps, tids) = record_scenario("storm", wl);
+    let mine: Vec<_> = findings(&snaps, "busy_wakeup")
+        .into_iter()
+        .filter(|f| involves(f, &tids))
+        .collect();
+    assert!(!mine.is_empty(), "busy_wakeup of the storm's threads");
+    let f = mine[0];
+    assert_eq!(f["level"], "llc");
+    assert!(f["evidence"]["idle_cpus"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty()));
+    assert!(f["text"].as_str().unwrap().contains("woke onto CPU"));
+    assert!(count(&snaps, "busy_wakeup") >= mine.len() as u64);
+}
