@@ -27,16 +27,38 @@ impl Model {
         let (Some(gs), Some(gd)) = (group(src), group(dst)) else {
             return;
         };
+        // Tasks per group as the balancer left them: moves of this batch already detached
+        // but not yet attached count at their destination.
         let sum = |g: &CpuSet| {
-            g.iter().fold((0u64, 0u64), |(n, c), cpu| {
+            g.iter().fold((0u64, 0u64, 0u64), |(n, c, l), cpu| {
                 let s = self.sample(cpu);
-                (n + u64::from(s.nr_running), c + s.capacity)
+                let pending = self.cpus.get(cpu).map_or(0, |c| c.pending_in);
+                (
+                    n + u64::from(s.nr_running + pending),
+                    c + s.capacity,
+                    l + s.load_avg,
+                )
             })
         };
-        let ((ns, cs), (nd, cd)) = (sum(&gs), sum(&gd));
+        let ((ns, cs, ls), (nd, cd, ld)) = (sum(&gs), sum(&gd));
+        // detach_task dequeues the task (sched_update_nr_running) before set_task_cpu fires
+        // sched_migrate_task: the source's count already excludes it.
+        let ns = ns + 1;
         let per_cap = |n: u64, c: u64| n * CAPACITY_SCALE * 1024 / c.max(1);
         let before = per_cap(ns, cs).abs_diff(per_cap(nd, cd));
-        let after = per_cap(ns.saturating_sub(1), cs).abs_diff(per_cap(nd + 1, cd));
+        let after = per_cap(ns - 1, cs).abs_diff(per_cap(nd + 1, cd));
+        // migrate_load balances load, not tasks: with PELT figures, a move is only harmful if
+        // the load gap widens too, the task's load estimated as its source CPU's average.
+        let src_s = self.sample(src as usize);
+        let task_load = src_s.load_avg / u64::from(src_s.nr_running + 1);
+        let load_gap = |a: u64, b: u64| {
+            (a * CAPACITY_SCALE / cs.max(1)).abs_diff(b * CAPACITY_SCALE / cd.max(1))
+        };
+        let (load_before, load_after) = (
+            load_gap(ls, ld),
+            load_gap(ls.saturating_sub(task_load), ld + task_load),
+        );
+        let load_worse = ls + ld == 0 || load_after > load_before;
         let key = self.topo.level_key(Some(level)).to_string();
         let (sn, dn) = (
             self.topo.node_of(src as usize),
@@ -52,7 +74,7 @@ impl Model {
                 .collect(),
             _ => Vec::new(),
         };
-        let text = if after > before {
+        let text = if after > before && load_worse {
             format!(
                 "{} moved task {pid} CPU {src} -> {dst} in {key} domain {}: group {gs} ({ns} \
                  tasks) vs {gd} ({nd} tasks) got more imbalanced",
@@ -77,6 +99,8 @@ impl Model {
             ("dst_group_nr_running", json!(nd)),
             ("imbalance_before", json!(before)),
             ("imbalance_after", json!(after)),
+            ("load_gap_before", json!(load_before)),
+            ("load_gap_after", json!(load_after)),
             ("src_node_idle_cpus", json!(node_idle)),
         ];
         self.log.add(Finding {

@@ -95,6 +95,9 @@ pub struct IdleStretch {
 struct CpuState {
     current: Option<Pid>,
     nr_running: Option<u32>,
+    /// Balancer moves into this CPU since its last `NrRunning`: detach_tasks moves a batch
+    /// before attach_tasks queues it, so `nr_running` lags by that many.
+    pending_in: u32,
     load: u64,
     runnable: u64,
     util: u64,
@@ -232,6 +235,7 @@ impl Model {
             EventKind::NrRunning { rq_cpu, nr_running } => {
                 if let Some(c) = self.cpu_mut(*rq_cpu) {
                     c.nr_running = Some(*nr_running);
+                    c.pending_in = 0;
                 }
             }
             EventKind::Pelt {
@@ -380,6 +384,9 @@ impl Model {
         if reason.is_balancer() {
             if let Some(l) = level {
                 self.check_harmful(t, pid, src, dst, l, reason);
+            }
+            if let Some(c) = self.cpu_mut(dst) {
+                c.pending_in += 1;
             }
         }
         if let Some(back) = self

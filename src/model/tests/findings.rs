@@ -107,7 +107,8 @@ fn busy_wakeup_needs_an_idle_allowed_cpu_in_the_llc() {
 
 #[test]
 fn harmful_migration_widening_the_group_gap() {
-    // One task on each CPU; the balancer moves CPU 0's queued task to CPU 1: 1/1 -> 0/2.
+    // One task on each CPU; the balancer detaches CPU 0's task (its nr_running drops first)
+    // and moves it to CPU 1: 1/1 -> 0/2.
     let base = vec![
         switch(0, 0, 0, 0, 10),
         switch(0, 1, 0, 0, 11),
@@ -115,6 +116,7 @@ fn harmful_migration_widening_the_group_gap() {
         nr(0, 1, 1),
     ];
     let mut evs = base.clone();
+    evs.push(nr(1_000, 0, 0));
     evs.push(migrate(1_000, 12, 0, 1, Reason::PeriodicBalance));
     let s = one(flat2(), &evs);
     assert_eq!(count(&s, FindingKind::HarmfulMigration), 1);
@@ -127,18 +129,84 @@ fn harmful_migration_widening_the_group_gap() {
         nr(0, 0, 2),
         switch(0, 1, 0, 1, 0),
         nr(0, 1, 0),
+        nr(1_000, 0, 1),
         migrate(1_000, 12, 0, 1, Reason::NewidleBalance),
+    ];
+    assert_eq!(count(&one(flat2(), &evs), FindingKind::HarmfulMigration), 0);
+    // A batch: 4/0, detach two, attach later. The second move is judged against 3/1
+    // (the first is pending at CPU 1): 3/1 -> 2/2 narrows it too.
+    let evs = vec![
+        switch(0, 0, 0, 0, 10),
+        nr(0, 0, 4),
+        switch(0, 1, 0, 1, 0),
+        nr(0, 1, 0),
+        nr(1_000, 0, 3),
+        migrate(1_000, 12, 0, 1, Reason::NewidleBalance),
+        nr(1_001, 0, 2),
+        migrate(1_001, 13, 0, 1, Reason::NewidleBalance),
+        nr(1_002, 1, 1),
+        nr(1_003, 1, 2),
     ];
     assert_eq!(count(&one(flat2(), &evs), FindingKind::HarmfulMigration), 0);
     let mut evs = base;
     evs.push(migrate(1_000, 12, 0, 1, Reason::Wakeup));
     assert_eq!(count(&one(flat2(), &evs), FindingKind::HarmfulMigration), 0);
+    // A batch taking both tasks of 2/0: the second move goes from 1/1 (one pending) to 0/2.
+    let evs = vec![
+        switch(0, 0, 0, 0, 10),
+        nr(0, 0, 2),
+        switch(0, 1, 0, 1, 0),
+        nr(0, 1, 0),
+        nr(1_000, 0, 1),
+        migrate(1_000, 12, 0, 1, Reason::NewidleBalance),
+        nr(1_001, 0, 0),
+        migrate(1_001, 13, 0, 1, Reason::NewidleBalance),
+    ];
+    let s = one(flat2(), &evs);
+    assert_eq!(count(&s, FindingKind::HarmfulMigration), 1);
+    assert_eq!(s.findings[0].pids, vec![13]);
+}
+
+fn pelt(ts: u64, cpu: u32, load: u64) -> Event {
+    ev(
+        ts,
+        cpu,
+        EventKind::Pelt {
+            rq_cpu: cpu,
+            load_avg: load,
+            runnable_avg: load,
+            util_avg: load.min(1024),
+        },
+    )
+}
+
+#[test]
+fn harmful_migration_judges_load_when_pelt_is_known() {
+    // Tasks 2/3 -> 1/4 widens the task gap, but CPU 0 carries load 2048 against 300: moving
+    // a task of ~1024 narrows the load gap (migrate_load's aim), so it is not harmful.
+    let mut evs = vec![
+        switch(0, 0, 0, 0, 10),
+        switch(0, 1, 0, 0, 11),
+        nr(0, 1, 3),
+        pelt(0, 0, 2048),
+        pelt(0, 1, 300),
+        nr(1_000, 0, 1),
+    ];
+    evs.push(migrate(1_000, 12, 0, 1, Reason::PeriodicBalance));
+    assert_eq!(count(&one(flat2(), &evs), FindingKind::HarmfulMigration), 0);
+    // With the loads the other way round, both gaps widen.
+    evs[3] = pelt(0, 0, 300);
+    evs[4] = pelt(0, 1, 2048);
+    let s = one(flat2(), &evs);
+    assert_eq!(count(&s, FindingKind::HarmfulMigration), 1);
+    let e = &s.findings[0].evidence;
+    assert!(e["load_gap_after"].as_u64() > e["load_gap_before"].as_u64());
 }
 
 #[test]
 fn harmful_migration_to_another_node_while_home_had_room() {
     // topo3: nodes 0-3 and 4-7. CPU 1 (node 0) and CPU 4 (node 1) idle; the move 0 -> 4
-    // keeps the node gap (4/3 -> 3/4) but left CPU 1 idle on the task's own node.
+    // narrows the node gap (5/3 -> 4/4) but left CPU 1 idle on the task's own node.
     let mut evs = vec![];
     for (c, n) in [(0, 2), (2, 1), (3, 1), (5, 1), (6, 1), (7, 1)] {
         evs.push(switch(0, c, 0, 0, 100 + c));
