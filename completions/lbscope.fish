@@ -45,7 +45,7 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l synthetic-rat
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s p -l pid -d 'Only this process (all its threads)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
-complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default per domain: 2 × its CPU count in ms × (cache_nice_tries + 1), what the kernel\'s rules allow)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default per domain: 2 × its CPU count in ms × (cache_nice_tries + 1) + 10 ms for the nohz kick, what the kernel\'s rules allow)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l churn-per-s -d 'churn: migrations per second into one domain above which it is judged' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l spread-ratio -d 'uneven_spread: the fullest node or LLC must hold more than this many times the emptiest one\'s threads' -r
@@ -62,7 +62,7 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand top" -s i -l interval -d
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -s p -l pid -d 'Only this process (all its threads)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
-complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default per domain: 2 × its CPU count in ms × (cache_nice_tries + 1), what the kernel\'s rules allow)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default per domain: 2 × its CPU count in ms × (cache_nice_tries + 1) + 10 ms for the nohz kick, what the kernel\'s rules allow)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l churn-per-s -d 'churn: migrations per second into one domain above which it is judged' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l spread-ratio -d 'uneven_spread: the fullest node or LLC must hold more than this many times the emptiest one\'s threads' -r
@@ -80,7 +80,7 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l speed -d 'Rep
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -s p -l pid -d 'Only this process (all its threads)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
-complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default per domain: 2 × its CPU count in ms × (cache_nice_tries + 1), what the kernel\'s rules allow)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default per domain: 2 × its CPU count in ms × (cache_nice_tries + 1) + 10 ms for the nohz kick, what the kernel\'s rules allow)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l churn-per-s -d 'churn: migrations per second into one domain above which it is judged' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l spread-ratio -d 'uneven_spread: the fullest node or LLC must hold more than this many times the emptiest one\'s threads' -r
@@ -100,7 +100,7 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s i -l interval -
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s p -l pid -d 'Only this process (all its threads)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
-complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default per domain: 2 × its CPU count in ms × (cache_nice_tries + 1), what the kernel\'s rules allow)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default per domain: 2 × its CPU count in ms × (cache_nice_tries + 1) + 10 ms for the nohz kick, what the kernel\'s rules allow)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l churn-per-s -d 'churn: migrations per second into one domain above which it is judged' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l spread-ratio -d 'uneven_spread: the fullest node or LLC must hold more than this many times the emptiest one\'s threads' -r

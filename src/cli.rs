@@ -211,7 +211,8 @@ pub struct FilterArgs {
 #[derive(Debug, Args, Clone)]
 pub struct ModelArgs {
     /// missed_pull: how long a CPU may stay idle while a movable task waits (default per
-    /// domain: 2 × its CPU count in ms × (cache_nice_tries + 1), what the kernel's rules allow).
+    /// domain: 2 × its CPU count in ms × (cache_nice_tries + 1) + 10 ms for the nohz kick, what
+    /// the kernel's rules allow).
     #[arg(long, value_name = "MS")]
     pub missed_pull_ms: Option<u64>,
     /// ping_pong: the window of an A -> B -> A round trip.

@@ -132,6 +132,9 @@ impl CpuState {
     }
 }
 
+/// The longest wait for a busy CPU's tick to kick the nohz idle balancer (HZ=100).
+const NOHZ_KICK_MS: u64 = 10;
+
 /// The balancer model; see the module documentation.
 #[derive(Clone, Debug)]
 pub struct Model {
@@ -266,7 +269,10 @@ impl Model {
     /// else the longest the kernel's own rules let a movable task wait: a cache-hot task is
     /// refused until `cache_nice_tries` balance attempts failed, and an idle CPU's interval
     /// may have doubled to max_interval (twice the span weight in ms), so
-    /// `2 × weight ms × (cache_nice_tries + 1)`.
+    /// `2 × weight ms × (cache_nice_tries + 1)`; plus one scheduler tick at the slowest common
+    /// rate (HZ=100, 10 ms), because a tickless idle CPU is only balanced once a busy CPU's
+    /// tick kicks the nohz balancer (`nohz_balancer_kick`), and the tick rate is not in the
+    /// event stream.
     pub fn missed_pull_ns(&self, level: usize, span: &CpuSet) -> u64 {
         let tries = match self.topo.levels.get(level).map(|l| l.kind) {
             Some(LevelKind::Smt) => 0,
@@ -276,7 +282,7 @@ impl Model {
         let ms = self
             .config
             .missed_pull_ms
-            .unwrap_or(2 * span.len() as u64 * (tries + 1));
+            .unwrap_or(2 * span.len() as u64 * (tries + 1) + NOHZ_KICK_MS);
         ms.max(1) * 1_000_000
     }
 

@@ -44,11 +44,12 @@ fn one_waits_next_to_idle() -> Vec<Event> {
 
 #[test]
 fn missed_pull_when_idle_outlasts_the_balance_interval() {
-    // The MC domain of 2 CPUs: max_interval 4 ms, cache_nice_tries 1 -> 8 ms.
+    // The MC domain of 2 CPUs: max_interval 4 ms, cache_nice_tries 1 -> 8 ms, plus 10 ms
+    // for the nohz kick -> 18 ms.
     let mut evs = one_waits_next_to_idle();
-    evs.push(clock(7 * MS));
+    evs.push(clock(17 * MS));
     assert_eq!(count(&one(flat2(), &evs), FindingKind::MissedPull), 0);
-    evs.push(clock(9 * MS));
+    evs.push(clock(19 * MS));
     let s = one(flat2(), &evs);
     assert_eq!(count(&s, FindingKind::MissedPull), 1, "{:?}", s.findings);
     let f = s
@@ -59,10 +60,10 @@ fn missed_pull_when_idle_outlasts_the_balance_interval() {
     assert_eq!(f.pids, vec![11]);
     assert_eq!(f.cpus, vec![0, 1]);
     assert_eq!(f.level.as_deref(), Some("llc"));
-    assert_eq!(f.evidence["limit_ns"], 8 * MS);
+    assert_eq!(f.evidence["limit_ns"], 18 * MS);
     // Reported once per stretch, however long it lasts.
     let mut evs = one_waits_next_to_idle();
-    evs.extend([clock(9 * MS), clock(12 * MS), clock(30 * MS)]);
+    evs.extend([clock(19 * MS), clock(22 * MS), clock(40 * MS)]);
     assert_eq!(count(&one(flat2(), &evs), FindingKind::MissedPull), 1);
 }
 
