@@ -14,3 +14,4 @@ pub mod reason;
 pub mod record;
 pub mod source;
 pub mod topology;
+pub mod validate;

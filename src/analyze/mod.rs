@@ -351,6 +351,7 @@ impl Analyzer {
             EventKind::Waking { .. }
             | EventKind::BalanceSoftirq { .. }
             | EventKind::Numa { .. }
+            | EventKind::Balance(_)
             | EventKind::Clock => {}
         }
     }
