@@ -137,3 +137,34 @@ mod tests {
         assert!(!agrees(Reason::PeriodicBalance, CpuIdleType::NewlyIdle));
     }
 }
+
+/// A recording made in the lab (6.12, 2 sockets with SMT and 2 NUMA nodes, `mixed`).
+#[cfg(test)]
+mod lab_fixture {
+    use crate::event::EventKind;
+    use crate::record::Reader;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn has_domain_levels_and_balance_events() {
+        let bytes = include_bytes!("../tests/fixtures/lab/6.12-2s-smt-numa-mixed.lbs");
+        let mut r = Reader::from_bytes(bytes.to_vec()).expect("the lab fixture reads");
+        assert!(r.header().topology.levels.len() >= 3, "SMT, MC and NUMA");
+        assert!(r.header().probes.iter().any(|(_, k)| k == "fentry"));
+        let mut levels = BTreeSet::new();
+        let mut not_balanced = 0;
+        while let Some(chunk) = r.next_chunk() {
+            for e in chunk {
+                if let EventKind::Balance(b) = e.kind {
+                    levels.insert(b.level);
+                    not_balanced += u32::from(!b.balanced);
+                }
+            }
+        }
+        assert!(
+            levels.len() >= 3,
+            "Balance events at every level: {levels:?}"
+        );
+        assert!(not_balanced > 0);
+    }
+}
