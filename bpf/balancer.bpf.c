@@ -1,18 +1,29 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Balancer hooks: fentry programs on the load balancer's own functions, under their names
- * since 6.10 and before. They are loaded one by one, only where the kernel allows fentry
- * (not under lockdown=confidentiality), and only for names the kernel's BTF has.
- * Each counts its calls; `lbscope doctor` reports which load.
+ * Balancer hooks: fentry/fexit programs on the load balancer's own functions, under their
+ * names since 6.10 and before. They load only where the kernel allows fentry (not under
+ * lockdown=confidentiality), and only for names the kernel's BTF has.
+ * The hook_* programs count calls (`lbscope doctor` probes them one by one); the lb_* programs
+ * stream the balancer's decisions from struct lb_env as LBS_BALANCE records (lbscope.h) into
+ * this object's own ring buffer, which the live source polls beside the tracepoints' one.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "lbscope.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 /* One counter per hook, indexed as in src/source/live/hooks.rs HOOKS. */
 __u64 calls[8] = {};
+/* Records the ring buffer could not take. */
+__u64 lost = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} balance_events SEC(".maps");
 
 #define HOOK(fn, idx)                                                                        \
 	SEC("fentry/" #fn) int BPF_PROG(hook_##fn)                                           \
@@ -29,3 +40,62 @@ HOOK(sched_balance_newidle, 4)
 HOOK(newidle_balance, 5)
 HOOK(detach_task, 6)
 HOOK(active_load_balance_cpu_stop, 7)
+
+/* The kernel's idle type in the wire numbering: the enum was renumbered in 6.10. */
+static __always_inline __u32 wire_idle(__u32 v)
+{
+	if (v == bpf_core_enum_value(enum cpu_idle_type, CPU_NEWLY_IDLE))
+		return 2;
+	if (v == bpf_core_enum_value(enum cpu_idle_type, CPU_IDLE))
+		return 0;
+	return 1;
+}
+
+static __always_inline void emit(struct lb_env *env, __u32 pid, __u32 balanced)
+{
+	struct lbs_balance *e;
+	__u64 ts = bpf_ktime_get_ns();
+
+	e = bpf_ringbuf_reserve(&balance_events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&lost, 1);
+		return;
+	}
+	e->h.ts = ts;
+	e->h.kind = LBS_BALANCE;
+	e->h.flags = 0;
+	e->h.cpu = bpf_get_smp_processor_id();
+	e->level = BPF_CORE_READ(env, sd, level);
+	e->sd_weight = BPF_CORE_READ(env, sd, span_weight);
+	e->idle = wire_idle(BPF_CORE_READ(env, idle));
+	e->migration_type = BPF_CORE_READ(env, migration_type);
+	e->imbalance = BPF_CORE_READ(env, imbalance);
+	e->dst_cpu = BPF_CORE_READ(env, dst_cpu);
+	e->src_cpu = BPF_CORE_READ(env, src_cpu);
+	e->pid = pid;
+	e->balanced = balanced;
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* The busiest-group search returns NULL when the domain is balanced. */
+SEC("fexit/sched_balance_find_src_group")
+int BPF_PROG(lb_search_new, struct lb_env *env, struct sched_group *ret)
+{
+	emit(env, 0, ret == NULL);
+	return 0;
+}
+
+SEC("fexit/find_busiest_group")
+int BPF_PROG(lb_search_old, struct lb_env *env, struct sched_group *ret)
+{
+	emit(env, 0, ret == NULL);
+	return 0;
+}
+
+/* A task the balancer moves (periodic, nohz or newidle pass). */
+SEC("fentry/detach_task")
+int BPF_PROG(lb_detach, struct task_struct *p, struct lb_env *env)
+{
+	emit(env, BPF_CORE_READ(p, pid), 0);
+	return 0;
+}

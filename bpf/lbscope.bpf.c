@@ -36,6 +36,7 @@ struct lbs_softirq _lbs_softirq = {};
 struct lbs_numa _lbs_numa = {};
 struct lbs_task _lbs_task = {};
 struct lbs_affinity _lbs_affinity = {};
+struct lbs_balance _lbs_balance = {};
 enum lbs_kind _lbs_kind = 0;
 enum lbs_migrate_flags _lbs_migrate_flags = 0;
 enum lbs_numa_op _lbs_numa_op = 0;

@@ -28,6 +28,7 @@ enum lbs_kind {
 	LBS_TASK = 11,
 	LBS_AFFINITY = 12,
 	LBS_EXIT = 13,
+	LBS_BALANCE = 14, /* from bpf/balancer.bpf.c's own ring buffer */
 };
 
 /* lbs_migrate.flags */
@@ -119,6 +120,23 @@ struct lbs_affinity {
 	__u32 pid;
 	__u32 nr_words;
 	__u64 mask[LBS_MASK_WORDS];
+};
+
+/* LBS_BALANCE: the balancer's struct lb_env at the busiest-group search exit (pid 0, balanced
+ * set when no busiest group was found) or at detach_task (pid of the task moved).
+ * idle: 0 CPU_IDLE, 1 not idle, 2 CPU_NEWLY_IDLE, whatever the kernel's own numbering;
+ * migration_type: enum migration_type (0 load, 1 util, 2 task, 3 misfit). */
+struct lbs_balance {
+	struct lbs_hdr h;
+	__u32 level;
+	__u32 sd_weight;
+	__u32 idle;
+	__u32 migration_type;
+	__s64 imbalance;
+	__s32 dst_cpu;
+	__s32 src_cpu;
+	__u32 pid;
+	__u32 balanced;
 };
 
 #endif /* LBSCOPE_H */

@@ -203,6 +203,78 @@ pub enum EventKind {
     /// The source's clock reached `ts_ns` with every earlier event delivered: lets intervals
     /// close when the machine is quiet.
     Clock,
+    /// A decision of the balancer read from its `struct lb_env` (fentry mode only, where the
+    /// kernel allows fentry): at the exit of the busiest-group search (`pid` None, `balanced`
+    /// when no busiest group was found) or at `detach_task` (`pid` Some: the task it moves).
+    /// `cpu` is where the balancer runs (normally `dst_cpu`).
+    Balance(Box<Balance>),
+}
+
+/// The balancer's view in [`EventKind::Balance`], as `struct lb_env` held it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Balance {
+    /// `sd->level` of the domain being balanced (0 = the lowest, e.g. SMT).
+    pub level: u32,
+    /// `sd->span_weight`: CPUs the domain spans.
+    pub sd_weight: u32,
+    /// `env->idle`.
+    pub idle: CpuIdleType,
+    /// `env->migration_type`.
+    pub migration_type: MigrationType,
+    /// `env->imbalance`.
+    pub imbalance: u64,
+    /// The search found no busiest group (always false at `detach_task`).
+    pub balanced: bool,
+    /// `env->dst_cpu`, the CPU pulling.
+    pub dst_cpu: u32,
+    /// `env->src_cpu`, the CPU pulled from (meaningful at `detach_task`).
+    pub src_cpu: u32,
+    /// The task detached, at `detach_task`.
+    pub pid: Option<Pid>,
+}
+
+/// `enum cpu_idle_type` (the kernel's numbering: 0 idle, 1 not idle, 2 newly idle).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuIdleType {
+    Idle,
+    NotIdle,
+    NewlyIdle,
+}
+
+impl CpuIdleType {
+    /// From the kernel's value; `None` when out of range.
+    pub fn from_kernel(v: u32) -> Option<Self> {
+        match v {
+            0 => Some(CpuIdleType::Idle),
+            1 => Some(CpuIdleType::NotIdle),
+            2 => Some(CpuIdleType::NewlyIdle),
+            _ => None,
+        }
+    }
+}
+
+/// `enum migration_type` (0 load, 1 util, 2 task, 3 misfit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MigrationType {
+    Load,
+    Util,
+    Task,
+    Misfit,
+}
+
+impl MigrationType {
+    /// From the kernel's value.
+    pub fn from_kernel(v: u32) -> Option<Self> {
+        match v {
+            0 => Some(MigrationType::Load),
+            1 => Some(MigrationType::Util),
+            2 => Some(MigrationType::Task),
+            3 => Some(MigrationType::Misfit),
+            _ => None,
+        }
+    }
 }
 
 /// The three NUMA balancing tracepoints.

@@ -16,3 +16,4 @@ pub mod record;
 pub mod source;
 pub mod topology;
 pub mod tui;
+pub mod validate;

@@ -408,6 +408,7 @@ impl Analyzer {
             EventKind::Waking { .. }
             | EventKind::BalanceSoftirq { .. }
             | EventKind::Numa { .. }
+            | EventKind::Balance(_)
             | EventKind::Clock => {}
         }
     }

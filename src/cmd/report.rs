@@ -91,6 +91,12 @@ pub fn probe_names(r: &crate::source::live::ProbeReport) -> Vec<(String, String)
             };
             (tp.clone(), k)
         })
+        .chain(
+            r.balancer
+                .iter()
+                .flatten()
+                .map(|f| (format!("fentry/{f}"), "fentry".to_string())),
+        )
         .collect()
 }
 

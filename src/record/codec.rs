@@ -12,7 +12,10 @@
 //!   lengths are checked against the bytes that remain before anything is reserved.
 
 use crate::cpuset::{CpuSet, MAX_CPUS};
-use crate::event::{Event, EventKind, MigrateContext, NumaOp, Reason, ReasonSource};
+use crate::event::{
+    Balance, CpuIdleType, Event, EventKind, MigrateContext, MigrationType, NumaOp, Reason,
+    ReasonSource,
+};
 
 /// The fewest bytes an encoded event takes: kind, timestamp delta and CPU, one byte each.
 pub(super) const MIN_EVENT_BYTES: usize = 3;
@@ -37,6 +40,8 @@ const K_AFFINITY: u8 = 13;
 const K_EXIT: u8 = 14;
 const K_LOST: u8 = 15;
 const K_CLOCK: u8 = 16;
+// Added after v1's first files: readers of older files never meet it, so v1 stays readable.
+const K_BALANCE: u8 = 17;
 
 /// Why a chunk's payload did not decode (it passed its checksum, so the writer or a crafted
 /// file is to blame).
@@ -160,6 +165,7 @@ pub(super) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event) {
         EventKind::Exit { .. } => K_EXIT,
         EventKind::Lost { .. } => K_LOST,
         EventKind::Clock => K_CLOCK,
+        EventKind::Balance(_) => K_BALANCE,
     };
     out.push(tag);
     // Wrapping difference reinterpreted as signed: small either way round, exact for any pair.
@@ -282,6 +288,17 @@ pub(super) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event) {
         }
         EventKind::Lost { count } => put_varint(out, *count),
         EventKind::Clock => {}
+        EventKind::Balance(b) => {
+            v(out, b.level);
+            v(out, b.sd_weight);
+            out.push(b.idle as u8);
+            out.push(b.migration_type as u8);
+            put_varint(out, b.imbalance);
+            out.push(u8::from(b.balanced));
+            v(out, b.dst_cpu);
+            v(out, b.src_cpu);
+            put_varint(out, b.pid.map_or(0, |p| u64::from(p) + 1));
+        }
     }
 }
 
@@ -513,6 +530,39 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
         },
         K_LOST => EventKind::Lost { count: c.varint()? },
         K_CLOCK => EventKind::Clock,
+        K_BALANCE => {
+            let level = c.u32()?;
+            let sd_weight = c.u32()?;
+            let i = c.byte()?;
+            let idle = CpuIdleType::from_kernel(u32::from(i))
+                .map_or_else(|| bad(format!("unknown idle type {i}")), Ok)?;
+            let m = c.byte()?;
+            let migration_type = MigrationType::from_kernel(u32::from(m))
+                .map_or_else(|| bad(format!("unknown migration type {m}")), Ok)?;
+            let imbalance = c.varint()?;
+            let balanced = match c.byte()? {
+                0 => false,
+                1 => true,
+                b => return bad(format!("bad balanced flag {b}")),
+            };
+            let dst_cpu = c.u32()?;
+            let src_cpu = c.u32()?;
+            let pid = match c.varint()? {
+                0 => None,
+                n => Some(u32::try_from(n - 1).or_else(|_| bad(format!("pid {} too big", n - 1)))?),
+            };
+            EventKind::Balance(Box::new(Balance {
+                level,
+                sd_weight,
+                idle,
+                migration_type,
+                imbalance,
+                balanced,
+                dst_cpu,
+                src_cpu,
+                pid,
+            }))
+        }
         t => return bad(format!("unknown event kind {t}")),
     };
     Ok(Event { ts_ns, cpu, kind })

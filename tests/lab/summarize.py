@@ -10,7 +10,8 @@ import sys
 # The balancer entry point each kernel must accept as fentry in the lab guests.
 EXPECTED_HOOK = {"6.1": "load_balance", "6.12": "sched_balance_rq"}
 COLUMNS = ["kernel", "topology", "scenario", "boot s", "domains", "hooks", "migrations",
-           "balancer migrations", "reason agreement", "model agreement",
+           "balancer migrations", "reason agreement", "model agreement", "Balance events",
+           "Balance events per sd level",
            "idle-while-others-wait (movable) per level", "runqlat p99 us", "findings"]
 BALANCER_REASONS = ["periodic_balance", "nohz_idle_balance", "newidle_balance", "active_balance"]
 
@@ -73,6 +74,17 @@ def main():
         out["balancer_migrations"] = sum(mig["by_reason"].get(r, 0) for r in BALANCER_REASONS)
         out["runqlat_p99_us"] = p99
         out["idle_while_waiting_movable"] = iww
+    chk = subprocess.run([a.lbscope.replace("/lbscope", "/examples/lab_check"), a.recording],
+                         capture_output=True, text=True)
+    if chk.returncode == 0:
+        c = json.loads(chk.stdout)
+        out["reason_agreement"] = c["reason_agreement"]
+        out["reason_matched"] = c["matched"]
+        out["balance_events"] = c["balance_events"]
+        out["balance_not_balanced"] = c["balance_events"] - c["balanced"] - c["detached"]
+        out["balance_detached"] = c["detached"]
+        out["balance_levels"] = c["levels"]
+        out["streamed_hooks"] = [n for n, k in c["probes"] if k == "fentry"]
     if not out["balancer_hooks"]:
         print(f"lab: {a.kernel}: fentry/{EXPECTED_HOOK.get(a.kernel)} did not load "
               f"(loaded: {loaded or 'none'})", file=sys.stderr)
@@ -81,7 +93,9 @@ def main():
         cell = lambda v: "n/a" if v is None else str(v)
         row = [a.kernel, a.topology, a.scenario, cell(out["boot_s"]), " ".join(domains),
                ", ".join(loaded) or "none", cell(out["migrations"]),
-               cell(out["balancer_migrations"]), cell(out["reason_agreement"]), "n/a",
+               cell(out["balancer_migrations"]),
+               cell(out["reason_agreement"]) + f' ({out.get("reason_matched", 0)} matched)',
+               "n/a", cell(out.get("balance_events")), cell(out.get("balance_levels")),
                ", ".join(f"{k} {v:.1%}" for k, v in (out["idle_while_waiting_movable"] or {}).items()),
                cell(out["runqlat_p99_us"]), "n/a"]
         print("| " + " | ".join(row) + " |")

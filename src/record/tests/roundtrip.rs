@@ -2,7 +2,10 @@
 
 use super::{read_chunks, tmp, write_bytes};
 use crate::cpuset::{CpuSet, MAX_CPUS};
-use crate::event::{Event, EventKind, MigrateContext, NumaOp, Reason, ReasonSource};
+use crate::event::{
+    Balance, CpuIdleType, Event, EventKind, MigrateContext, MigrationType, NumaOp, Reason,
+    ReasonSource,
+};
 use crate::record::{codec, Reader, Writer, CHUNK_RAW_TARGET};
 
 /// Every kind, each with small, large and odd values.
@@ -129,6 +132,27 @@ fn edge_events() -> Vec<Event> {
     ];
     for (entry, idle) in [(false, false), (true, false), (false, true), (true, true)] {
         kinds.push(EventKind::BalanceSoftirq { entry, idle });
+    }
+    for (i, (idle, mt)) in [
+        (CpuIdleType::Idle, MigrationType::Load),
+        (CpuIdleType::NotIdle, MigrationType::Util),
+        (CpuIdleType::NewlyIdle, MigrationType::Task),
+        (CpuIdleType::Idle, MigrationType::Misfit),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        kinds.push(EventKind::Balance(Box::new(Balance {
+            level: i as u32,
+            sd_weight: if i == 0 { m } else { 2 },
+            idle,
+            migration_type: mt,
+            imbalance: if i == 1 { u64::MAX } else { 0 },
+            balanced: i % 2 == 0,
+            dst_cpu: m,
+            src_cpu: 0,
+            pid: [None, Some(0), Some(m), Some(7)][i],
+        })));
     }
     for (i, reason) in Reason::ALL.iter().enumerate() {
         kinds.push(EventKind::Migrate {

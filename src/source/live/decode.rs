@@ -4,7 +4,7 @@
 use super::kallsyms::Kallsyms;
 use super::skel::types as t;
 use crate::cpuset::CpuSet;
-use crate::event::{Event, EventKind, MigrateContext, NumaOp};
+use crate::event::{Balance, CpuIdleType, Event, EventKind, MigrateContext, MigrationType, NumaOp};
 use crate::reason::{classify_frames, Resolver, StackClass};
 use std::collections::HashMap;
 
@@ -151,6 +151,19 @@ impl Decoder {
             t::lbs_kind::LBS_EXIT => read::<t::lbs_task>(data).map(|r| EventKind::Exit {
                 pid: r.pid,
                 tgid: r.tgid,
+            }),
+            t::lbs_kind::LBS_BALANCE => read::<t::lbs_balance>(data).and_then(|r| {
+                Some(EventKind::Balance(Box::new(Balance {
+                    level: r.level,
+                    sd_weight: r.sd_weight,
+                    idle: CpuIdleType::from_kernel(r.idle)?,
+                    migration_type: MigrationType::from_kernel(r.migration_type)?,
+                    imbalance: r.imbalance.max(0) as u64,
+                    balanced: r.balanced != 0,
+                    dst_cpu: r.dst_cpu.max(0) as u32,
+                    src_cpu: r.src_cpu.max(0) as u32,
+                    pid: (r.pid != 0).then_some(r.pid),
+                })))
             }),
             _ => None,
         };

@@ -2,7 +2,7 @@
 //! the kernel has in its BTF, and whether an fentry program on each one loads. Lockdown
 //! (confidentiality) refuses them all; the QEMU lab kernels accept them.
 
-use super::skel::balancer::BalancerSkelBuilder;
+use super::skel::balancer::{BalancerSkel, BalancerSkelBuilder};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use serde::{Deserialize, Serialize};
 use std::mem::MaybeUninit;
@@ -74,4 +74,50 @@ fn load_one(func: &str) -> Result<(), String> {
             msg
         }
     })
+}
+
+/// The balancer skeleton, as the live source holds it.
+pub type BalancerSkelRef<'o> = BalancerSkel<'o>;
+
+/// The programs that stream `struct lb_env` (bpf/balancer.bpf.c `lb_*`): (program, function).
+pub const STREAMS: &[(&str, &str)] = &[
+    ("lb_search_new", "sched_balance_find_src_group"),
+    ("lb_search_old", "find_busiest_group"),
+    ("lb_detach", "detach_task"),
+];
+
+/// Loads and attaches the streaming programs whose functions the kernel's BTF has; returns
+/// the skeleton (whose `balance_events` ring buffer the live source polls) and the functions
+/// hooked, or the reason nothing loaded (lockdown, no BTF for any of them).
+pub fn load_streams<'o>(
+    obj: &'o mut MaybeUninit<libbpf_rs::OpenObject>,
+    btf: &libbpf_rs::btf::Btf<'_>,
+) -> Result<(BalancerSkel<'o>, Vec<String>), String> {
+    let present: Vec<&str> = STREAMS
+        .iter()
+        .filter(|(_, f)| {
+            btf.type_by_name::<libbpf_rs::btf::types::Func<'_>>(f)
+                .is_some()
+        })
+        .map(|(p, _)| *p)
+        .collect();
+    if present.is_empty() {
+        return Err("no balancer function to hook in this kernel's BTF".into());
+    }
+    let mut open = BalancerSkelBuilder::default()
+        .open(obj)
+        .map_err(|e| e.to_string())?;
+    for mut prog in open.open_object_mut().progs_mut() {
+        let on = prog.name().to_str().is_some_and(|n| present.contains(&n));
+        prog.set_autoload(on);
+    }
+    let mut skel = open.load().map_err(|e| e.to_string())?;
+    use libbpf_rs::skel::Skel;
+    skel.attach().map_err(|e| e.to_string())?;
+    let funcs = STREAMS
+        .iter()
+        .filter(|(p, _)| present.contains(p))
+        .map(|(_, f)| f.to_string())
+        .collect();
+    Ok((skel, funcs))
 }

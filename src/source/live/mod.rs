@@ -111,6 +111,9 @@ pub struct ProbeReport {
     pub tracepoints: Vec<(String, ProbeState)>,
     /// Whether /proc/kallsyms gave real addresses (needed to name migration stacks).
     pub kallsyms: bool,
+    /// Balancer functions whose `struct lb_env` streams as Balance events (fentry mode), or
+    /// why none does.
+    pub balancer: Result<Vec<String>, String>,
 }
 
 impl ProbeReport {
@@ -349,13 +352,35 @@ fn run(
             })
             .collect(),
         kallsyms: kallsyms.is_usable(),
+        balancer: Err(String::new()),
     };
-    drain(&skel, kallsyms, &cfg, &tx, &stop, report, ready);
+    // The balancer hooks are optional: lockdown refuses them on most distribution kernels.
+    let mut bobj = MaybeUninit::uninit();
+    let (bskel, balancer) = match libbpf_rs::btf::Btf::from_path(btf_path()) {
+        Ok(btf) => match hooks::load_streams(&mut bobj, &btf) {
+            Ok((s, funcs)) => (Some(s), Ok(funcs)),
+            Err(e) => (None, Err(e)),
+        },
+        Err(e) => (None, Err(format!("cannot read BTF: {e}"))),
+    };
+    let report = ProbeReport { balancer, ..report };
+    drain(
+        &skel,
+        bskel.as_ref(),
+        kallsyms,
+        &cfg,
+        &tx,
+        &stop,
+        report,
+        ready,
+    );
 }
 
 /// The poll loop: drain, decode, send; count lost records per CPU; finish with End.
+#[allow(clippy::too_many_arguments)]
 fn drain(
     skel: &LbscopeSkel<'_>,
+    bskel: Option<&hooks::BalancerSkelRef<'_>>,
     kallsyms: kallsyms::Kallsyms,
     cfg: &LiveConfig,
     tx: &SyncSender<SourceMsg>,
@@ -381,6 +406,15 @@ fn drain(
             .borrow_mut()
             .decode(data, &fetch, &mut batch.borrow_mut());
         0
+    });
+    let added = added.and_then(|b| match bskel {
+        Some(bs) => b.add(&bs.maps.balance_events, |data: &[u8]| {
+            decoder
+                .borrow_mut()
+                .decode(data, &fetch, &mut batch.borrow_mut());
+            0
+        }),
+        None => Ok(b),
     });
     let rb = match added.map(|_| ()).and_then(|()| builder.build()) {
         Ok(rb) => rb,
