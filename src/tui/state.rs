@@ -3,10 +3,12 @@
 //! built here, so when the balancer model adds group classes, imbalance and findings to the
 //! snapshot, only the functions of this file change.
 //!
-//! Today a group row carries what the per-CPU status says (idle CPUs, tasks running and
-//! waiting, PELT utilisation and capacity where sampled); `class` and `imbalance` stay
-//! `None` and are drawn as "model not available". Findings are `None` for the same reason;
-//! meanwhile [`measured_signals`] lists what is measured directly (idle-while-others-wait).
+//! A group row carries what the per-CPU status says (idle CPUs, tasks running and waiting,
+//! PELT utilisation and capacity where sampled) and, from the balancer model's view of the
+//! domain, the group type and load; the domain row carries the model's imbalance. Where a
+//! snapshot has no model view (older recordings' JSON), they stay `None` and are drawn as
+//! "model not available". Findings are the model's; [`measured_signals`] lists what is
+//! measured directly (idle-while-others-wait) beside them.
 
 use crate::analyze::{CpuStatus, Snapshot};
 use crate::cpuset::CpuSet;
@@ -120,25 +122,63 @@ pub fn domains(topo: &Topology, snap: Option<&Snapshot>) -> Vec<DomainRow> {
                     .find(|l| l.level == level.key && l.span == d.span)
                     .map(|l| l.latency.p99)
             });
+            let view = snap.and_then(|s| {
+                s.domains
+                    .iter()
+                    .find(|v| v.level == level.key && v.span == d.span)
+            });
+            let groups = d
+                .groups
+                .iter()
+                .map(|g| {
+                    let mut row = group_row(g, cpus);
+                    if let Some(st) = view.and_then(|v| v.groups.iter().find(|x| x.cpus == *g)) {
+                        row.class = Some(st.group_type.name().to_string());
+                        row.load = Some(st.load);
+                    }
+                    row
+                })
+                .collect();
             rows.push(DomainRow {
                 level: level.key.clone(),
                 level_name: level.name.clone(),
                 depth,
                 span: d.span,
-                groups: d.groups.iter().map(|g| group_row(g, cpus)).collect(),
+                groups,
                 movable: iww.map_or(0.0, |w| w.movable_fraction),
                 pinned: iww.map_or(0.0, |w| w.pinned_fraction),
                 p99_us: p99,
-                imbalance: None,
+                imbalance: view.map(|v| v.imbalance as i64),
             });
         }
     }
     rows
 }
 
-/// The balancer model's findings; `None` until the model is part of the snapshot.
-pub fn findings(_snap: &Snapshot) -> Option<Vec<FindingRow>> {
-    None
+/// The balancer model's findings; `None` when the snapshot carries no model view.
+pub fn findings(snap: &Snapshot) -> Option<Vec<FindingRow>> {
+    if snap.model_rules.is_empty() {
+        return None;
+    }
+    Some(
+        snap.findings
+            .iter()
+            .map(|f| FindingRow {
+                kind: f.kind.name().to_string(),
+                place: match (&f.level, &f.span) {
+                    (Some(l), Some(s)) => format!("{l} {s}"),
+                    _ => format!("cpus {:?}", f.cpus),
+                },
+                summary: f.text.clone(),
+                evidence: f
+                    .evidence
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {v}"))
+                    .chain((!f.pids.is_empty()).then(|| format!("tasks: {:?}", f.pids)))
+                    .collect(),
+            })
+            .collect(),
+    )
 }
 
 /// Idle-while-others-wait above this fraction of the interval is listed as a signal.

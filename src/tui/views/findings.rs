@@ -32,7 +32,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     let mut lines = vec![Line::styled(
         match n_model {
             Some(n) => format!("findings of the balancer model: {n}"),
-            None => format!("findings: {MODEL_NA} (the balancer model is not in this build)"),
+            None => format!("findings: {MODEL_NA} (this interval carries no model view)"),
         },
         pal.title(),
     )];
