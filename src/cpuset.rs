@@ -9,6 +9,19 @@ use std::fmt;
 pub const MAX_CPUS: usize = 1024;
 const WORDS: usize = MAX_CPUS / 64;
 
+/// The entry of `cpu` in a per-CPU table grown on demand; `None` for CPU numbers past
+/// [`MAX_CPUS`] (a corrupt event must not make a table huge).
+pub fn per_cpu_mut<T: Clone + Default>(v: &mut Vec<T>, cpu: u32) -> Option<&mut T> {
+    let c = cpu as usize;
+    if c >= MAX_CPUS {
+        return None;
+    }
+    if v.len() <= c {
+        v.resize(c + 1, T::default());
+    }
+    Some(&mut v[c])
+}
+
 /// A set of CPU numbers below [`MAX_CPUS`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CpuSet {

@@ -37,7 +37,7 @@ pub use snapshot::{
     ProcessLatency, Snapshot, UnknownStack,
 };
 
-use crate::cpuset::{CpuSet, MAX_CPUS};
+use crate::cpuset::CpuSet;
 use crate::event::{Event, EventKind, Pid, Reason, ReasonSource};
 use crate::model::{IdleStretch, Model};
 use crate::topology::Topology;
@@ -321,14 +321,7 @@ impl Analyzer {
 
     /// The state of `cpu`, grown on demand; `None` for CPU numbers past [`MAX_CPUS`].
     fn cpu_mut(&mut self, cpu: u32) -> Option<&mut CpuState> {
-        let c = cpu as usize;
-        if c >= MAX_CPUS {
-            return None;
-        }
-        if self.cpus.len() <= c {
-            self.cpus.resize(c + 1, CpuState::default());
-        }
-        Some(&mut self.cpus[c])
+        crate::cpuset::per_cpu_mut(&mut self.cpus, cpu)
     }
 
     fn apply(&mut self, ev: &Event) {

@@ -25,25 +25,15 @@ fn check(item: &str, status: &'static str, detail: impl Into<String>) -> Check {
     }
 }
 
-fn kernel_release() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into())
-}
-
 /// The lockdown mode, mounting securityfs first if it is missing.
 fn lockdown() -> Option<String> {
-    let p = "/sys/kernel/security/lockdown";
-    if !Path::new(p).exists() {
+    if !Path::new("/sys/kernel/security/lockdown").exists() {
         let _ = std::process::Command::new("mount")
             .args(["-t", "securityfs", "securityfs", "/sys/kernel/security"])
             .stderr(std::process::Stdio::null())
             .status();
     }
-    let s = std::fs::read_to_string(p).ok()?;
-    s.split_whitespace()
-        .find(|w| w.starts_with('['))
-        .map(|w| w.trim_matches(['[', ']']).to_string())
+    super::version::lockdown()
 }
 
 fn mounted(fstype: &str) -> Option<String> {
@@ -74,7 +64,11 @@ pub fn checks() -> Vec<Check> {
     let mut v = vec![check(
         "kernel",
         "ok",
-        format!("{} ({})", kernel_release(), std::env::consts::ARCH),
+        format!(
+            "{} ({})",
+            super::version::kernel_release(),
+            std::env::consts::ARCH
+        ),
     )];
     #[cfg(feature = "bpf")]
     let privileged = crate::source::live::has_bpf_caps();

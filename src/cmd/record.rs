@@ -8,16 +8,12 @@ use std::time::{Duration, Instant};
 
 /// The header for a recording of this machine.
 pub fn header(topo: &Topology, probes: Vec<(String, String)>, clock_base_ns: i64) -> Header {
-    let read = |p: &str| {
-        std::fs::read_to_string(p)
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|_| "unknown".into())
-    };
+    use super::version::{kernel_release, read_trim};
     Header {
         format_version: crate::record::FORMAT_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        kernel_release: read("/proc/sys/kernel/osrelease"),
-        hostname: read("/proc/sys/kernel/hostname"),
+        kernel_release: kernel_release(),
+        hostname: read_trim("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into()),
         clock_base_ns,
         created_unix_s: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

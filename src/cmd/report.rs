@@ -296,13 +296,12 @@ fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
     if !source.report.kallsyms {
         eprintln!("lbscope: warning: /proc/kallsyms gave no addresses: migration reasons fall back to context rules");
     }
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let mut analyzer = Analyzer::new(
         topo.clone(),
         AnalyzerConfig {
             interval_ns,
             filter,
-            model: args.model.config(release.trim()),
+            model: args.model.config(&super::version::kernel_release()),
         },
     );
     let stdout = std::io::stdout();

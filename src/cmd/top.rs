@@ -211,13 +211,12 @@ fn run_live(args: &TopArgs, interval_ns: u64) -> Result<(), CmdError> {
             "/proc/kallsyms gave no addresses: migration reasons fall back to context rules".into(),
         );
     }
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let analyzer = Analyzer::new(
         topo,
         AnalyzerConfig {
             interval_ns,
             filter,
-            model: args.model.config(release.trim()),
+            model: args.model.config(&super::version::kernel_release()),
         },
     );
     let mut guard = enter()?;

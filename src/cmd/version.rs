@@ -3,15 +3,21 @@
 
 use std::path::Path;
 
-fn read_trim(p: &str) -> Option<String> {
+/// A small text file's content without surrounding white space, if it can be read.
+pub fn read_trim(p: &str) -> Option<String> {
     std::fs::read_to_string(p)
         .ok()
         .map(|s| s.trim().to_string())
 }
 
+/// The running kernel's release (`uname -r`), "unknown" when /proc does not say.
+pub fn kernel_release() -> String {
+    read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into())
+}
+
 /// The lockdown mode in force ("none", "integrity", "confidentiality"), if securityfs
 /// says.
-fn lockdown() -> Option<String> {
+pub fn lockdown() -> Option<String> {
     let s = read_trim("/sys/kernel/security/lockdown")?;
     let start = s.find('[')?;
     let end = s[start..].find(']')? + start;
@@ -21,7 +27,7 @@ fn lockdown() -> Option<String> {
 /// The long version: version, kernel release, BTF, and whether lockdown refuses the
 /// balancer's fentry hooks.
 pub fn long_version() -> String {
-    let kernel = read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into());
+    let kernel = kernel_release();
     let btf = if Path::new("/sys/kernel/btf/vmlinux").exists() {
         "present"
     } else {

@@ -28,7 +28,7 @@ pub use domains::DomainView;
 pub use findings::{Finding, FindingKind, FindingLog};
 pub use stats::{GroupStats, GroupType, MigrationType, ModelRules};
 
-use crate::cpuset::{CpuSet, MAX_CPUS};
+use crate::cpuset::CpuSet;
 use crate::event::{Event, EventKind, Pid};
 use crate::topology::{LevelKind, Topology};
 use domains::DomainTable;
@@ -180,14 +180,7 @@ impl Model {
     }
 
     fn cpu_mut(&mut self, cpu: u32) -> Option<&mut CpuState> {
-        let c = cpu as usize;
-        if c >= MAX_CPUS {
-            return None;
-        }
-        if self.cpus.len() <= c {
-            self.cpus.resize(c + 1, CpuState::default());
-        }
-        Some(&mut self.cpus[c])
+        crate::cpuset::per_cpu_mut(&mut self.cpus, cpu)
     }
 
     fn sample(&self, cpu: usize) -> CpuSample {
