@@ -38,6 +38,11 @@ struct Cli {
     #[arg(long, value_name = "CPULIST")]
     pin: Option<CpuList>,
 
+    /// With --pin: after this many milliseconds each worker lets itself run on every CPU
+    /// (threads born on one node that the balancer must then spread: the NUMA spread case)
+    #[arg(long, value_name = "MS", requires = "pin")]
+    unpin_after_ms: Option<u64>,
+
     #[command(flatten)]
     common: Common,
 }
@@ -47,9 +52,22 @@ fn main() -> Result<()> {
     let mut crew = Crew::new(&cli.common.comm)?;
     let duration = Duration::from_millis(cli.duration_ms);
     let mut workers = Vec::with_capacity(cli.threads);
+    let unpin = cli.unpin_after_ms.map(Duration::from_millis);
+    // Every CPU a cpu_set_t can name: the kernel keeps the allowed ones.
+    let all: CpuList = format!("0-{}", libc::CPU_SETSIZE - 1)
+        .parse()
+        .map_err(anyhow::Error::msg)?;
     for _ in 0..cli.threads {
+        let all = all.clone();
         workers.push(crew.spawn(cli.pin.as_ref(), move |start: Instant| {
-            common::spin_until(start + duration)
+            let mut iters = 0;
+            if let Some(u) = unpin.filter(|u| *u < duration) {
+                iters += common::spin_until(start + u);
+                if let Err(e) = common::pin(0, &all) {
+                    eprintln!("spin: {e:#}");
+                }
+            }
+            iters + common::spin_until(start + duration)
         })?);
     }
     let start = crew.start(cli.common.gate)?;

@@ -313,6 +313,13 @@ pub struct ReportArgs {
         default_value_t = 5_000_000
     )]
     pub synthetic_rate: u64,
+    /// Validation mode: sets the kernel's own balancer decisions (struct lb_env, recorded
+    /// only where fentry on the balancer loads: `lbscope doctor` says whether it does) against
+    /// the model's, per domain level (balanced or not, migration type), and the stack-derived
+    /// migration reasons against the kernel's idle type. Printed after the intervals (JSON: a
+    /// last line `{"validation": {...}}`). Fails on a kernel or recording without them.
+    #[arg(long, conflicts_with = "synthetic")]
+    pub validate: bool,
     #[command(flatten)]
     pub filter: FilterArgs,
     #[command(flatten)]

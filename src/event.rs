@@ -243,6 +243,15 @@ pub enum CpuIdleType {
 }
 
 impl CpuIdleType {
+    /// The stable JSON/text name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuIdleType::Idle => "idle",
+            CpuIdleType::NotIdle => "not_idle",
+            CpuIdleType::NewlyIdle => "newly_idle",
+        }
+    }
+
     /// From the kernel's value; `None` when out of range.
     pub fn from_kernel(v: u32) -> Option<Self> {
         match v {
@@ -255,7 +264,7 @@ impl CpuIdleType {
 }
 
 /// `enum migration_type` (0 load, 1 util, 2 task, 3 misfit).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MigrationType {
     Load,
@@ -265,6 +274,16 @@ pub enum MigrationType {
 }
 
 impl MigrationType {
+    /// The stable JSON/text name.
+    pub fn name(self) -> &'static str {
+        match self {
+            MigrationType::Load => "load",
+            MigrationType::Util => "util",
+            MigrationType::Task => "task",
+            MigrationType::Misfit => "misfit",
+        }
+    }
+
     /// From the kernel's value.
     pub fn from_kernel(v: u32) -> Option<Self> {
         match v {

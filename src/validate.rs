@@ -1,32 +1,62 @@
-//! Checks of the stack-derived migration reasons against the balancer's own view (fentry
-//! mode): each balancer migration is paired with the `detach_task` [`EventKind::Balance`] of
-//! the same task shortly before it, and its reason must agree with the kernel's idle type.
-//! Pure: a function of the event stream only.
+//! Validation mode: the kernel's own balancer decisions (fentry mode, [`EventKind::Balance`])
+//! set against the model's and the stack-derived migration reasons.
+//!
+//! [`Validator`] sees every event of a run (the pipeline's tee), puts them back in timestamp
+//! order (the balancer's ring buffer and the tracepoints' one deliver independently), folds
+//! them into its own [`Model`] and, at each busiest-group search the kernel reported, asks the
+//! model the same question from the same CPU, domain and idle type: is the domain balanced,
+//! and if not, which migration type. Each balancer migration is also paired with the
+//! `detach_task` record of the same task shortly before it, and its stack-derived reason must
+//! agree with the kernel's idle type.
+//!
+//! Pure: a function of the event stream only. Memory: the reorder window's events, one entry
+//! per task detached but not yet migrated, and counters.
 
-use crate::event::{CpuIdleType, Event, EventKind, Pid, Reason};
+use crate::event::{Balance, CpuIdleType, Event, EventKind, MigrationType, Pid, Reason};
+use crate::model::{Model, ModelConfig};
+use crate::topology::Topology;
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// How far before its migration a `detach_task` may be to pair with it: detach and
 /// `set_task_cpu` are microseconds apart in the same balance pass.
 pub const MATCH_WINDOW_NS: u64 = 10_000_000;
+
+/// How long events wait to be put in order: longer than the gap between the two ring
+/// buffers' deliveries of the same instant (one poll round).
+pub const REORDER_WINDOW_NS: u64 = 500_000_000;
+
+/// How far after a busiest-group search that found an imbalance a balancer migration into
+/// the same destination may be to pair with it: the pass detaches right after the search.
+pub const SEARCH_WINDOW_NS: u64 = 2_000_000;
 
 /// The agreement between stack reasons and `lb_env.idle`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ReasonAgreement {
     /// Balancer migrations (periodic, nohz, newidle, active balance).
     pub balancer_migrations: u64,
-    /// Of those, the ones paired with a `detach_task` record.
+    /// Of those, the ones paired with a kernel record (either way below).
     pub matched: u64,
+    /// Paired with the `detach_task` record of the same task.
+    pub matched_detach: u64,
+    /// Paired with the latest search into the same destination CPU that found an
+    /// imbalance (where detach_task is inlined into its caller, fentry sees few calls).
+    pub matched_search: u64,
     /// Of the matched ones, those whose reason agrees with the idle type.
     pub agreeing: u64,
+    /// Matched pairs by "stack reason/kernel idle type".
+    pub pairs: BTreeMap<String, u64>,
 }
 
 impl ReasonAgreement {
     /// `agreeing / matched`, or `None` when nothing matched (no fentry mode).
     pub fn share(&self) -> Option<f64> {
-        (self.matched > 0).then(|| self.agreeing as f64 / self.matched as f64)
+        share(self.agreeing, self.matched)
     }
+}
+
+fn share(n: u64, of: u64) -> Option<f64> {
+    (of > 0).then(|| n as f64 / of as f64)
 }
 
 /// Whether a stack reason is consistent with the idle type the balancer ran with: newidle
@@ -40,131 +70,242 @@ pub fn agrees(reason: Reason, idle: CpuIdleType) -> bool {
     }
 }
 
-/// Pairs (in timestamp order) every balancer migration with the latest `detach_task` of the same pid no more than
-/// [`MATCH_WINDOW_NS`] before it (each detach used once) and counts the agreements.
-pub fn reason_agreement(events: &[Event]) -> ReasonAgreement {
-    let mut detached: HashMap<Pid, (u64, CpuIdleType)> = HashMap::new();
-    let mut r = ReasonAgreement::default();
-    // Two ring buffers deliver out of order: pair in time order.
-    let mut sorted: Vec<&Event> = events.iter().collect();
-    sorted.sort_by_key(|e| e.ts_ns);
-    for e in sorted {
+/// Pairs each balancer migration with the kernel's record of the pass that made it: the
+/// `detach_task` of the same pid no more than [`MATCH_WINDOW_NS`] before, else the latest
+/// search into the migration's destination that found an imbalance, no more than
+/// [`SEARCH_WINDOW_NS`] before. Each record is used once; events must come in time order.
+#[derive(Clone, Debug, Default)]
+pub struct ReasonPairing {
+    detached: HashMap<Pid, (u64, CpuIdleType)>,
+    searched: HashMap<u32, (u64, CpuIdleType)>,
+    /// The counts so far.
+    pub agreement: ReasonAgreement,
+}
+
+impl ReasonPairing {
+    /// Folds one event.
+    pub fn push(&mut self, e: &Event) {
         match &e.kind {
-            EventKind::Balance(b) => {
-                if let Some(pid) = b.pid {
-                    detached.insert(pid, (e.ts_ns, b.idle));
+            EventKind::Balance(b) => match b.pid {
+                Some(pid) => {
+                    self.detached.insert(pid, (e.ts_ns, b.idle));
                 }
-            }
-            EventKind::Migrate { pid, reason, .. } if reason.is_balancer() => {
+                None if !b.balanced => {
+                    self.searched.insert(b.dst_cpu, (e.ts_ns, b.idle));
+                }
+                None => {}
+            },
+            EventKind::Migrate {
+                pid,
+                dst_cpu,
+                reason,
+                ..
+            } if reason.is_balancer() => {
+                let within = |rec: Option<(u64, CpuIdleType)>, window: u64| {
+                    rec.filter(|&(ts, _)| e.ts_ns >= ts && e.ts_ns - ts <= window)
+                        .map(|(_, idle)| idle)
+                };
+                let r = &mut self.agreement;
                 r.balancer_migrations += 1;
-                // Active balance detaches in the stopper without detach_task on some kernels.
-                if let Some((ts, idle)) = detached.remove(pid) {
-                    if e.ts_ns >= ts && e.ts_ns - ts <= MATCH_WINDOW_NS {
-                        r.matched += 1;
-                        r.agreeing += u64::from(agrees(*reason, idle));
-                    }
-                }
+                let idle = if let Some(idle) = within(self.detached.remove(pid), MATCH_WINDOW_NS) {
+                    r.matched_detach += 1;
+                    idle
+                } else if let Some(idle) =
+                    within(self.searched.get(dst_cpu).copied(), SEARCH_WINDOW_NS)
+                {
+                    r.matched_search += 1;
+                    idle
+                } else {
+                    return;
+                };
+                r.matched += 1;
+                r.agreeing += u64::from(agrees(*reason, idle));
+                let key = format!("{}/{}", reason.name(), idle.name());
+                *r.pairs.entry(key).or_default() += 1;
+            }
+            EventKind::Exit { pid, .. } => {
+                self.detached.remove(pid);
             }
             _ => {}
         }
     }
-    r
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::event::{Balance, MigrateContext, MigrationType, ReasonSource};
+/// The model against the kernel at one domain level.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LevelAgreement {
+    /// Busiest-group searches the kernel reported at this level.
+    pub decisions: u64,
+    /// Of those, where the model agrees on balanced / not balanced.
+    pub balanced_agree: u64,
+    /// The kernel found the domain balanced.
+    pub kernel_balanced: u64,
+    /// The model found the domain balanced.
+    pub model_balanced: u64,
+    /// Both found an imbalance.
+    pub both_unbalanced: u64,
+    /// Of those, where the migration types agree.
+    pub type_agree: u64,
+}
 
-    fn detach(ts: u64, pid: Pid, idle: CpuIdleType) -> Event {
-        Event {
-            ts_ns: ts,
-            cpu: 0,
-            kind: EventKind::Balance(Box::new(Balance {
-                level: 1,
-                sd_weight: 4,
-                idle,
-                migration_type: MigrationType::Load,
-                imbalance: 1,
-                balanced: false,
-                dst_cpu: 0,
-                src_cpu: 1,
-                pid: Some(pid),
-            })),
+impl LevelAgreement {
+    fn add(&mut self, kernel: &Balance, model: &crate::model::stats::Decision) {
+        let model_balanced = model.imbalance == 0;
+        self.decisions += 1;
+        self.kernel_balanced += u64::from(kernel.balanced);
+        self.model_balanced += u64::from(model_balanced);
+        self.balanced_agree += u64::from(kernel.balanced == model_balanced);
+        if !kernel.balanced && !model_balanced {
+            self.both_unbalanced += 1;
+            self.type_agree += u64::from(model.migration_type == Some(kernel.migration_type));
         }
-    }
-
-    fn migrate(ts: u64, pid: Pid, reason: Reason) -> Event {
-        Event {
-            ts_ns: ts,
-            cpu: 0,
-            kind: EventKind::Migrate {
-                pid,
-                src_cpu: 1,
-                dst_cpu: 0,
-                reason,
-                source: ReasonSource::Stack,
-                stack_id: None,
-                ctx: MigrateContext::default(),
-            },
-        }
-    }
-
-    #[test]
-    fn pairs_by_pid_and_time() {
-        let evs = vec![
-            detach(100, 1, CpuIdleType::NewlyIdle),
-            migrate(200, 1, Reason::NewidleBalance),
-            detach(300, 2, CpuIdleType::NotIdle),
-            migrate(400, 2, Reason::NewidleBalance),
-            detach(500, 3, CpuIdleType::Idle),
-            migrate(600 + MATCH_WINDOW_NS, 3, Reason::PeriodicBalance),
-            migrate(700, 4, Reason::NohzIdleBalance),
-            migrate(800, 5, Reason::Wakeup),
-        ];
-        let r = reason_agreement(&evs);
-        assert_eq!(r.balancer_migrations, 4);
-        assert_eq!(r.matched, 2);
-        assert_eq!(r.agreeing, 1);
-        assert_eq!(r.share(), Some(0.5));
-    }
-
-    #[test]
-    fn nothing_matched_is_none() {
-        assert_eq!(reason_agreement(&[]).share(), None);
-        assert!(agrees(Reason::PeriodicBalance, CpuIdleType::Idle));
-        assert!(agrees(Reason::NohzIdleBalance, CpuIdleType::NotIdle));
-        assert!(!agrees(Reason::PeriodicBalance, CpuIdleType::NewlyIdle));
     }
 }
 
-/// A recording made in the lab (6.12, 2 sockets with SMT and 2 NUMA nodes, `mixed`).
-#[cfg(test)]
-mod lab_fixture {
-    use crate::event::EventKind;
-    use crate::record::Reader;
-    use std::collections::BTreeSet;
+/// Everything validation mode reports.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Validation {
+    /// The model's rules.
+    pub rules: String,
+    /// Balance events in the run (busiest-group searches and detach_task records).
+    pub balance_events: u64,
+    /// Balance events by the kernel's `sd->level`.
+    pub balance_events_per_sd_level: BTreeMap<u32, u64>,
+    /// The model against the kernel's busiest-group searches, all levels.
+    pub total: LevelAgreement,
+    /// The same per level key ("smt", "llc", "numa", ...).
+    pub per_level: BTreeMap<String, LevelAgreement>,
+    /// Where both found an imbalance: "kernel type/model type" counts.
+    pub migration_types: BTreeMap<String, u64>,
+    /// Searches at a domain weight no level of the topology has around dst_cpu.
+    pub unmapped: u64,
+    /// Events that arrived later than the reorder window allows (folded anyway).
+    pub late: u64,
+    /// `total.balanced_agree / total.decisions`.
+    pub balanced_agreement: Option<f64>,
+    /// `total.type_agree / total.both_unbalanced`.
+    pub migration_type_agreement: Option<f64>,
+    /// Stack reasons against the kernel's idle type.
+    pub reasons: ReasonAgreement,
+    /// `reasons.agreeing / reasons.matched`.
+    pub reason_agreement: Option<f64>,
+}
 
-    #[test]
-    fn has_domain_levels_and_balance_events() {
-        let bytes = include_bytes!("../tests/fixtures/lab/6.12-2s-smt-numa-mixed.lbs");
-        let mut r = Reader::from_bytes(bytes.to_vec()).expect("the lab fixture reads");
-        assert!(r.header().topology.levels.len() >= 3, "SMT, MC and NUMA");
-        assert!(r.header().probes.iter().any(|(_, k)| k == "fentry"));
-        let mut levels = BTreeSet::new();
-        let mut not_balanced = 0;
-        while let Some(chunk) = r.next_chunk() {
-            for e in chunk {
-                if let EventKind::Balance(b) = e.kind {
-                    levels.insert(b.level);
-                    not_balanced += u32::from(!b.balanced);
-                }
+/// Validation mode's state; see the module documentation.
+#[derive(Clone, Debug)]
+pub struct Validator {
+    model: Model,
+    pairing: ReasonPairing,
+    /// Events waiting to be put in order.
+    pending: Vec<Event>,
+    /// The newest timestamp seen, and the newest folded.
+    newest_ns: u64,
+    folded_ns: u64,
+    out: Validation,
+}
+
+impl Validator {
+    /// A validator for a run on `topo` with the model's `config`.
+    pub fn new(topo: &Topology, config: ModelConfig) -> Validator {
+        let out = Validation {
+            rules: config.rules.name().to_string(),
+            ..Validation::default()
+        };
+        Validator {
+            model: Model::new(topo, config),
+            pairing: ReasonPairing::default(),
+            pending: Vec::new(),
+            newest_ns: 0,
+            folded_ns: 0,
+            out,
+        }
+    }
+
+    /// Takes a batch of events in delivery order.
+    pub fn push(&mut self, batch: &[Event]) {
+        for e in batch {
+            self.newest_ns = self.newest_ns.max(e.ts_ns);
+        }
+        self.pending.extend_from_slice(batch);
+        let cut = self.newest_ns.saturating_sub(REORDER_WINDOW_NS);
+        if self.pending.first().is_some_and(|e| e.ts_ns <= cut) || self.pending.len() > 1 << 20 {
+            self.pending.sort_by_key(|e| e.ts_ns);
+            let n = self.pending.partition_point(|e| e.ts_ns <= cut);
+            let n = if self.pending.len() > 1 << 20 {
+                self.pending.len() / 2
+            } else {
+                n
+            };
+            let ready: Vec<Event> = self.pending.drain(..n).collect();
+            for e in &ready {
+                self.fold(e);
             }
         }
-        assert!(
-            levels.len() >= 3,
-            "Balance events at every level: {levels:?}"
-        );
-        assert!(not_balanced > 0);
+    }
+
+    /// Folds what is left and returns the figures.
+    pub fn finish(mut self) -> Validation {
+        self.pending.sort_by_key(|e| e.ts_ns);
+        for e in std::mem::take(&mut self.pending) {
+            self.fold(&e);
+        }
+        let mut out = self.out;
+        out.balanced_agreement = share(out.total.balanced_agree, out.total.decisions);
+        out.migration_type_agreement = share(out.total.type_agree, out.total.both_unbalanced);
+        out.reasons = self.pairing.agreement;
+        out.reason_agreement = out.reasons.share();
+        out
+    }
+
+    fn fold(&mut self, e: &Event) {
+        if e.ts_ns < self.folded_ns {
+            self.out.late += 1;
+        }
+        self.folded_ns = self.folded_ns.max(e.ts_ns);
+        if let EventKind::Balance(b) = &e.kind {
+            self.out.balance_events += 1;
+            *self
+                .out
+                .balance_events_per_sd_level
+                .entry(b.level)
+                .or_default() += 1;
+            if b.pid.is_none() {
+                self.judge(b);
+            }
+        }
+        self.pairing.push(e);
+        self.model.push(e);
+    }
+
+    fn judge(&mut self, b: &Balance) {
+        let Some((level, d)) = self.model.decide_at(b.dst_cpu, b.sd_weight, b.idle) else {
+            self.out.unmapped += 1;
+            return;
+        };
+        self.out.total.add(b, &d);
+        let key = self.model.level_key(level).to_string();
+        self.out.per_level.entry(key).or_default().add(b, &d);
+        if !b.balanced && d.imbalance > 0 {
+            let k = format!(
+                "{}/{}",
+                type_name(Some(b.migration_type)),
+                type_name(d.migration_type)
+            );
+            *self.out.migration_types.entry(k).or_default() += 1;
+        }
     }
 }
+
+fn type_name(t: Option<MigrationType>) -> &'static str {
+    t.map_or("none", MigrationType::name)
+}
+
+/// Validation of a whole event list (tests and tools): [`Validator`] over one batch.
+pub fn validate(topo: &Topology, config: ModelConfig, events: &[Event]) -> Validation {
+    let mut v = Validator::new(topo, config);
+    v.push(events);
+    v.finish()
+}
+
+#[cfg(test)]
+mod tests;

@@ -6,6 +6,7 @@ use crate::cli::{FilterArgs, ReportArgs};
 use crate::cpuset::CpuSet;
 use crate::source::file::FileSource;
 use crate::topology::Topology;
+use crate::validate::Validator;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -117,6 +118,33 @@ fn printer<'a>(
     }
 }
 
+/// Prints validation mode's figures after the intervals; fails when the run held no
+/// balancer decisions to validate against.
+fn print_validation(
+    v: Validator,
+    json: bool,
+    what: &str,
+    out: &mut impl std::io::Write,
+) -> Result<(), CmdError> {
+    let v = v.finish();
+    if v.balance_events == 0 {
+        return Err(CmdError::Failed(format!(
+            "--validate: {what} holds no balancer decisions: they are recorded only where \
+             fentry on the balancer loads (`lbscope doctor` says whether it does; the topology \
+             lab's kernels allow it: tests/lab/run)"
+        )));
+    }
+    if json {
+        serde_json::to_writer(&mut *out, &serde_json::json!({ "validation": v }))
+            .map_err(std::io::Error::other)?;
+        writeln!(out)?;
+    } else {
+        crate::output::validation_text::validation(&v, out)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
 /// Runs `lbscope report`.
 pub fn run(args: &ReportArgs) -> Result<(), CmdError> {
     let interval_ns = interval_ns(args.interval)?;
@@ -223,12 +251,14 @@ fn run_file(args: &ReportArgs, path: &Path, interval_ns: u64) -> Result<(), CmdE
     let src = FileSource::open(path)?;
     let topo = src.header.topology.clone();
     let filter = build_filter(&args.filter, &topo, false)?;
+    let model = args.model.config(&src.header.kernel_release);
+    let mut validator = args.validate.then(|| Validator::new(&topo, model.clone()));
     let mut analyzer = Analyzer::new(
         topo.clone(),
         AnalyzerConfig {
             interval_ns,
             filter,
-            model: args.model.config(&src.header.kernel_release),
+            model,
         },
     );
     let stop = stop_on_signals()?;
@@ -243,12 +273,21 @@ fn run_file(args: &ReportArgs, path: &Path, interval_ns: u64) -> Result<(), CmdE
         &stop,
         pipeline::Hooks {
             request_stop: &mut || {},
-            tee: &mut |_| Ok(()),
+            tee: &mut |b| {
+                if let Some(v) = &mut validator {
+                    v.push(b);
+                }
+                Ok(())
+            },
             sink: &mut sink,
             warn: &mut |w| eprintln!("lbscope: warning: {w}"),
         },
     )?;
     drop(sink);
+    if let Some(v) = validator {
+        let what = path.display().to_string();
+        print_validation(v, args.json, &what, &mut out)?;
+    }
     damage_outcome(path, &src.damage())
 }
 
@@ -269,6 +308,13 @@ fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
         ..LiveConfig::default()
     };
     let source = LiveSource::start(cfg, tx)?;
+    if let (true, Err(why)) = (args.validate, &source.report.balancer) {
+        return Err(CmdError::Failed(format!(
+            "--validate needs the balancer's own decisions, from fentry on the balancer, which \
+             did not load here ({why}); validate in the topology lab (tests/lab/run) or a \
+             recording made where fentry loads: lbscope report FILE --validate"
+        )));
+    }
     let attached = source.report.attached();
     let mode = source
         .report
@@ -296,21 +342,28 @@ fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
     if !source.report.kallsyms {
         eprintln!("lbscope: warning: /proc/kallsyms gave no addresses: migration reasons fall back to context rules");
     }
+    let model = args.model.config(&super::version::kernel_release());
+    let mut validator = args.validate.then(|| Validator::new(&topo, model.clone()));
     let mut analyzer = Analyzer::new(
         topo.clone(),
         AnalyzerConfig {
             interval_ns,
             filter,
-            model: args.model.config(&super::version::kernel_release()),
+            model,
         },
     );
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut sink = printer(args.json, &topo, base, &mut out);
     let mut request_stop = || source.stop_async();
-    let mut tee_batch = |b: &[crate::event::Event]| match &mut tee {
-        Some(t) => t.write(b),
-        None => Ok(()),
+    let mut tee_batch = |b: &[crate::event::Event]| {
+        if let Some(v) = &mut validator {
+            v.push(b);
+        }
+        match &mut tee {
+            Some(t) => t.write(b),
+            None => Ok(()),
+        }
     };
     pipeline::run(
         &rx,
@@ -324,8 +377,12 @@ fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
             warn: &mut |w| eprintln!("lbscope: warning: {w}"),
         },
     )?;
+    drop(sink);
     if let Some(t) = tee {
         t.finish()?;
+    }
+    if let Some(v) = validator {
+        print_validation(v, args.json, "this run", &mut out)?;
     }
     Ok(())
 }

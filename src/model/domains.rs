@@ -152,21 +152,20 @@ impl DomainTable {
 }
 
 impl ModelDomain {
-    /// The balancer's view of this domain from `samples` (indexed by CPU).
-    pub fn view(&self, samples: &[CpuSample]) -> DomainView {
-        let sample = |c: usize| samples.get(c).copied().unwrap_or_default();
-        let local = (0..self.groups.len())
-            .max_by_key(|&i| {
-                let g = &self.groups[i];
-                let idle = g.iter().filter(|&c| sample(c).idle).count();
-                let nr: u64 = g.iter().map(|c| u64::from(sample(c).nr_running)).sum();
-                (idle, std::cmp::Reverse(nr), std::cmp::Reverse(i))
-            })
-            .unwrap_or(0);
-        let dst_idle = self
-            .groups
-            .get(local)
-            .is_some_and(|g| g.iter().any(|c| sample(c).idle));
+    /// The index of the group holding `cpu`.
+    pub fn group_of(&self, cpu: usize) -> Option<usize> {
+        self.groups.iter().position(|g| g.contains(cpu))
+    }
+
+    /// One balance pass into group `local` (`dst_idle`: env->idle != CPU_NOT_IDLE): every
+    /// group's statistics and the decision (sched_balance_find_src_group and
+    /// calculate_imbalance).
+    pub fn decide(
+        &self,
+        samples: &[CpuSample],
+        local: usize,
+        dst_idle: bool,
+    ) -> (Vec<GroupStats>, stats::Decision) {
         let groups: Vec<GroupStats> = self
             .groups
             .iter()
@@ -191,6 +190,25 @@ impl ModelDomain {
         } else {
             stats::decide(&groups, local, &self.params, dst_idle)
         };
+        (groups, d)
+    }
+
+    /// The balancer's view of this domain from `samples` (indexed by CPU).
+    pub fn view(&self, samples: &[CpuSample]) -> DomainView {
+        let sample = |c: usize| samples.get(c).copied().unwrap_or_default();
+        let local = (0..self.groups.len())
+            .max_by_key(|&i| {
+                let g = &self.groups[i];
+                let idle = g.iter().filter(|&c| sample(c).idle).count();
+                let nr: u64 = g.iter().map(|c| u64::from(sample(c).nr_running)).sum();
+                (idle, std::cmp::Reverse(nr), std::cmp::Reverse(i))
+            })
+            .unwrap_or(0);
+        let dst_idle = self
+            .groups
+            .get(local)
+            .is_some_and(|g| g.iter().any(|c| sample(c).idle));
+        let (groups, d) = self.decide(samples, local, dst_idle);
         DomainView {
             level: self.key.clone(),
             span: self.span,

@@ -29,7 +29,7 @@ pub use findings::{Finding, FindingKind, FindingLog};
 pub use stats::{GroupStats, GroupType, MigrationType, ModelRules};
 
 use crate::cpuset::CpuSet;
-use crate::event::{Event, EventKind, Pid};
+use crate::event::{CpuIdleType, Event, EventKind, Pid};
 use crate::topology::{LevelKind, Topology};
 use domains::DomainTable;
 use serde_json::json;
@@ -256,6 +256,34 @@ impl Model {
             EventKind::Exit { pid, .. } => self.tasks.remove(*pid),
             _ => {}
         }
+    }
+
+    /// The model's decision for one of the kernel's balance passes: `dst_cpu` pulling at its
+    /// domain of `sd_weight` CPUs (the kernel's `sd->level` counts levels this topology may
+    /// have dropped as degenerate, so the span weight names the domain) with idle type
+    /// `idle`, from the per-CPU state folded so far. Returns the level index and the decision;
+    /// `None` when no domain around `dst_cpu` spans `sd_weight` CPUs.
+    pub fn decide_at(
+        &self,
+        dst_cpu: u32,
+        sd_weight: u32,
+        idle: CpuIdleType,
+    ) -> Option<(usize, stats::Decision)> {
+        let cpu = dst_cpu as usize;
+        let level = (0..self.topo.levels.len()).find(|&l| {
+            self.topo
+                .span(l, cpu)
+                .is_some_and(|s| s.len() == sd_weight as usize)
+        })?;
+        let dom = &self.table.doms[self.table.index(&self.topo, level, cpu)?];
+        let local = dom.group_of(cpu)?;
+        let (_, d) = dom.decide(&self.samples(), local, idle != CpuIdleType::NotIdle);
+        Some((level, d))
+    }
+
+    /// The report key of level `level`.
+    pub fn level_key(&self, level: usize) -> &str {
+        self.topo.level_key(Some(level))
     }
 
     /// The missed_pull threshold of a domain at `level`, ns: `--missed-pull-ms` if given,

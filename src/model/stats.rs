@@ -97,19 +97,8 @@ impl GroupType {
     }
 }
 
-/// enum migration_type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MigrationType {
-    /// migrate_load: imbalance in load units.
-    Load,
-    /// migrate_util: imbalance in utilization units.
-    Util,
-    /// migrate_task: imbalance in tasks.
-    Task,
-    /// migrate_misfit (asym capacity only; never produced here).
-    Misfit,
-}
+/// enum migration_type (the event's type: one name for the kernel's enum).
+pub use crate::event::MigrationType;
 
 /// What the model knows of one CPU at an instant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

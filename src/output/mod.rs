@@ -11,6 +11,7 @@ pub mod perfetto;
 #[cfg(test)]
 mod tests;
 pub mod text;
+pub mod validation_text;
 
 pub use json::render_json;
 pub use text::render_text;

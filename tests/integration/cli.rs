@@ -239,3 +239,53 @@ fn tui_without_a_terminal_says_so() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("/nonexistent.lbs"), "{err}");
 }
+
+const LAB_FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/lab/6.12-2s-smt-numa-mixed.lbs"
+);
+
+#[test]
+fn validate_sets_the_kernels_decisions_against_the_model() {
+    let (code, out, err) = run(&["report", LAB_FIXTURE, "-i", "1000", "--validate"], &[]);
+    assert_eq!(code, 0, "{err}");
+    let v = &out[out.find("Validation:").expect("a validation section")..];
+    for level in ["smt", "llc", "numa", "all"] {
+        assert!(
+            v.lines().any(|l| l.trim_start().starts_with(level)),
+            "{level} row: {v}"
+        );
+    }
+    let (code, out, err) = run(
+        &["report", LAB_FIXTURE, "-i", "1000", "--validate", "--json"],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    let last: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    let v = &last["validation"];
+    let decisions = v["total"]["decisions"].as_u64().unwrap();
+    assert!(decisions > 100, "{v}");
+    assert_eq!(v["unmapped"], 0);
+    // The JSON agreement is the per-level counts' ratio.
+    let agree = v["total"]["balanced_agree"].as_u64().unwrap();
+    let share = v["balanced_agreement"].as_f64().unwrap();
+    assert!((share - agree as f64 / decisions as f64).abs() < 1e-9);
+    assert!(v["reasons"]["balancer_migrations"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn validate_without_balancer_decisions_says_where_they_come_from() {
+    let golden = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/recordings/golden-v1.lbs"
+    );
+    let (code, out, err) = run(&["report", golden, "--validate", "-i", "100"], &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!out.is_empty(), "the report itself still prints");
+    assert!(
+        err.contains("no balancer decisions") && err.contains("fentry"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["report", "--synthetic", "4", "--validate"], &[]);
+    assert_eq!(code, 2, "{err}");
+}

@@ -51,10 +51,13 @@ def main():
            "idle_while_waiting_movable": None, "runqlat_p99_us": None,
            "recording": a.recording, "boot_s": round(float(a.boot_s), 1)}
     ok = True
-    rep = subprocess.run([a.lbscope, "report", a.recording, "-i", "100000", "--json"],
-                         capture_output=True, text=True)
-    snaps = [json.loads(line) for line in rep.stdout.splitlines() if line.startswith("{")]
-    if rep.returncode != 0 or not snaps:
+    # One pass: the intervals, then the validation line (the kernel's decisions vs the model's).
+    rep = subprocess.run([a.lbscope, "report", a.recording, "-i", "100000", "--json",
+                          "--validate"], capture_output=True, text=True)
+    lines = [json.loads(line) for line in rep.stdout.splitlines() if line.startswith("{")]
+    snaps = [x for x in lines if "validation" not in x]
+    last = [x["validation"] for x in lines if "validation" in x]
+    if not snaps:
         print(f"lab: {a.kernel} {a.topology} {a.scenario}: no readable recording "
               f"({rep.stderr.strip()[:200]}); console in {a.console}", file=sys.stderr)
         ok = False
@@ -74,30 +77,45 @@ def main():
         out["balancer_migrations"] = sum(mig["by_reason"].get(r, 0) for r in BALANCER_REASONS)
         out["runqlat_p99_us"] = p99
         out["idle_while_waiting_movable"] = iww
-    chk = subprocess.run([a.lbscope.replace("/lbscope", "/examples/lab_check"), a.recording],
-                         capture_output=True, text=True)
-    if chk.returncode == 0:
-        c = json.loads(chk.stdout)
-        out["reason_agreement"] = c["reason_agreement"]
-        out["reason_matched"] = c["matched"]
-        out["balance_events"] = c["balance_events"]
-        out["balance_not_balanced"] = c["balance_events"] - c["balanced"] - c["detached"]
-        out["balance_detached"] = c["detached"]
-        out["balance_levels"] = c["levels"]
-        out["streamed_hooks"] = [n for n, k in c["probes"] if k == "fentry"]
+        for s in snaps:
+            for k, n in s.get("findings_by_kind", {}).items():
+                if n:
+                    out["findings"][k] = out["findings"].get(k, 0) + n
+    if last:
+        v = last[-1]
+        out["reason_agreement"] = v["reason_agreement"]
+        out["reason_matched"] = v["reasons"]["matched"]
+        out["model_balanced_agreement"] = v["balanced_agreement"]
+        out["model_migration_type_agreement"] = v["migration_type_agreement"]
+        out["model_decisions"] = v["total"]["decisions"]
+        out["model_both_unbalanced"] = v["total"]["both_unbalanced"]
+        out["model_per_level"] = {k: {"decisions": l["decisions"],
+                                      "balanced_agreement": round(l["balanced_agree"] / l["decisions"], 4)
+                                      if l["decisions"] else None}
+                                  for k, l in v["per_level"].items()}
+        out["balance_events"] = v["balance_events"]
+        out["balance_levels"] = v["balance_events_per_sd_level"]
+    else:
+        print(f"lab: {a.kernel} {a.topology} {a.scenario}: no validation "
+              f"({rep.stderr.strip()[:200]})", file=sys.stderr)
+        ok = False
     if not out["balancer_hooks"]:
         print(f"lab: {a.kernel}: fentry/{EXPECTED_HOOK.get(a.kernel)} did not load "
               f"(loaded: {loaded or 'none'})", file=sys.stderr)
         ok = False
+    with open(a.recording.rsplit(".", 1)[0] + ".json", "w") as f:
+        f.write(json.dumps(out) + "\n")
     if a.mode == "readme":
         cell = lambda v: "n/a" if v is None else str(v)
         row = [a.kernel, a.topology, a.scenario, cell(out["boot_s"]), " ".join(domains),
                ", ".join(loaded) or "none", cell(out["migrations"]),
                cell(out["balancer_migrations"]),
                cell(out["reason_agreement"]) + f' ({out.get("reason_matched", 0)} matched)',
-               "n/a", cell(out.get("balance_events")), cell(out.get("balance_levels")),
+               f'balanced {cell(out["model_balanced_agreement"])} of {out.get("model_decisions", 0)}, '
+               f'type {cell(out["model_migration_type_agreement"])} of {out.get("model_both_unbalanced", 0)}', cell(out.get("balance_events")), cell(out.get("balance_levels")),
                ", ".join(f"{k} {v:.1%}" for k, v in (out["idle_while_waiting_movable"] or {}).items()),
-               cell(out["runqlat_p99_us"]), "n/a"]
+               cell(out["runqlat_p99_us"]),
+               ", ".join(f"{k} {n}" for k, n in out["findings"].items()) or "none"]
         print("| " + " | ".join(row) + " |")
     else:
         print(json.dumps(out))

@@ -1,0 +1,334 @@
+//! Tests of validation mode: reason pairing, the model against hand-made kernel decisions,
+//! ordering across ring buffers, and a lab recording.
+
+use super::*;
+use crate::event::{MigrateContext, ReasonSource};
+use crate::model::ModelRules;
+use crate::topology::{LevelKind, Topology};
+
+fn balance(
+    ts: u64,
+    dst: u32,
+    weight: u32,
+    idle: CpuIdleType,
+    verdict: Option<MigrationType>,
+) -> Event {
+    Event {
+        ts_ns: ts,
+        cpu: dst,
+        kind: EventKind::Balance(Box::new(Balance {
+            level: 0,
+            sd_weight: weight,
+            idle,
+            migration_type: verdict.unwrap_or(MigrationType::Load),
+            imbalance: u64::from(verdict.is_some()),
+            balanced: verdict.is_none(),
+            dst_cpu: dst,
+            src_cpu: 0,
+            pid: None,
+        })),
+    }
+}
+
+fn detach(ts: u64, pid: Pid, idle: CpuIdleType) -> Event {
+    Event {
+        ts_ns: ts,
+        cpu: 0,
+        kind: EventKind::Balance(Box::new(Balance {
+            level: 1,
+            sd_weight: 4,
+            idle,
+            migration_type: MigrationType::Load,
+            imbalance: 1,
+            balanced: false,
+            dst_cpu: 0,
+            src_cpu: 1,
+            pid: Some(pid),
+        })),
+    }
+}
+
+fn migrate(ts: u64, pid: Pid, reason: Reason) -> Event {
+    Event {
+        ts_ns: ts,
+        cpu: 0,
+        kind: EventKind::Migrate {
+            pid,
+            src_cpu: 1,
+            dst_cpu: 0,
+            reason,
+            source: ReasonSource::Stack,
+            stack_id: None,
+            ctx: MigrateContext::default(),
+        },
+    }
+}
+
+fn nr(ts: u64, cpu: u32, n: u32) -> Event {
+    Event {
+        ts_ns: ts,
+        cpu,
+        kind: EventKind::NrRunning {
+            rq_cpu: cpu,
+            nr_running: n,
+        },
+    }
+}
+
+fn switch(ts: u64, cpu: u32, next: Pid) -> Event {
+    Event {
+        ts_ns: ts,
+        cpu,
+        kind: EventKind::Switch {
+            prev_pid: 1,
+            prev_state: 0,
+            next_pid: next,
+        },
+    }
+}
+
+fn config() -> ModelConfig {
+    ModelConfig {
+        rules: ModelRules::V6_6Plus,
+        ..ModelConfig::default()
+    }
+}
+
+#[test]
+fn pairs_by_pid_and_time() {
+    let mut p = ReasonPairing::default();
+    for e in [
+        detach(100, 1, CpuIdleType::NewlyIdle),
+        migrate(200, 1, Reason::NewidleBalance),
+        detach(300, 2, CpuIdleType::NotIdle),
+        migrate(400, 2, Reason::NewidleBalance),
+        detach(500, 3, CpuIdleType::Idle),
+        migrate(600 + MATCH_WINDOW_NS, 3, Reason::PeriodicBalance),
+        migrate(700 + MATCH_WINDOW_NS, 4, Reason::NohzIdleBalance),
+        migrate(800 + MATCH_WINDOW_NS, 5, Reason::Wakeup),
+    ] {
+        p.push(&e);
+    }
+    let r = p.agreement;
+    assert_eq!(r.balancer_migrations, 4);
+    assert_eq!(r.matched, 2);
+    assert_eq!(r.matched_detach, 2);
+    assert_eq!(r.agreeing, 1);
+    assert_eq!(r.share(), Some(0.5));
+    assert_eq!(r.pairs["newidle_balance/newly_idle"], 1);
+    assert_eq!(r.pairs["newidle_balance/not_idle"], 1);
+}
+
+#[test]
+fn without_detach_task_the_search_into_the_destination_pairs() {
+    let mut p = ReasonPairing::default();
+    let search = |ts: u64, dst: u32, idle: CpuIdleType, balanced: bool| {
+        let mut e = balance(ts, dst, 4, idle, (!balanced).then_some(MigrationType::Task));
+        if let EventKind::Balance(b) = &mut e.kind {
+            b.balanced = balanced;
+        }
+        e
+    };
+    let to = |ts: u64, pid: Pid, dst: u32, reason: Reason| {
+        let mut e = migrate(ts, pid, reason);
+        if let EventKind::Migrate { dst_cpu, .. } = &mut e.kind {
+            *dst_cpu = dst;
+        }
+        e
+    };
+    for e in [
+        // A newidle pass of CPU 2 found an imbalance, then pulled two tasks.
+        search(1_000, 2, CpuIdleType::NewlyIdle, false),
+        to(5_000, 7, 2, Reason::NewidleBalance),
+        to(6_000, 8, 2, Reason::NewidleBalance),
+        // A balanced search pairs with nothing; a periodic pull long after a search neither.
+        search(10_000, 3, CpuIdleType::Idle, true),
+        to(11_000, 9, 3, Reason::PeriodicBalance),
+        search(20_000, 1, CpuIdleType::NotIdle, false),
+        to(
+            20_000 + SEARCH_WINDOW_NS + 1,
+            10,
+            1,
+            Reason::PeriodicBalance,
+        ),
+        // A stack that says newidle where the kernel ran a busy CPU's pass: disagreement.
+        search(30_000_000, 0, CpuIdleType::NotIdle, false),
+        to(30_001_000, 11, 0, Reason::NewidleBalance),
+    ] {
+        p.push(&e);
+    }
+    let r = p.agreement;
+    assert_eq!(r.balancer_migrations, 5);
+    assert_eq!((r.matched, r.matched_search, r.matched_detach), (3, 3, 0));
+    assert_eq!(r.agreeing, 2);
+}
+
+#[test]
+fn idle_type_rules() {
+    assert!(agrees(Reason::PeriodicBalance, CpuIdleType::Idle));
+    assert!(agrees(Reason::NohzIdleBalance, CpuIdleType::NotIdle));
+    assert!(!agrees(Reason::PeriodicBalance, CpuIdleType::NewlyIdle));
+    assert!(!agrees(Reason::NewidleBalance, CpuIdleType::Idle));
+    assert!(agrees(Reason::ActiveBalance, CpuIdleType::NewlyIdle));
+    let v = validate(&Topology::synthetic_flat(2), config(), &[]);
+    assert_eq!(v.reason_agreement, None);
+    assert_eq!(v.balanced_agreement, None);
+}
+
+/// Four single-CPU groups in one MC domain: CPU 0 runs three tasks, CPUs 1-3 are idle.
+fn three_on_cpu0(t: u64) -> Vec<Event> {
+    let mut v = vec![switch(t, 0, 10), nr(t, 0, 3)];
+    for c in 1..4 {
+        v.push(switch(t, c, 0));
+        v.push(nr(t, c, 0));
+    }
+    v
+}
+
+#[test]
+fn the_model_answers_the_kernels_question() {
+    let topo = Topology::synthetic_flat(4);
+    let mut evs = three_on_cpu0(1_000);
+    // Idle CPU 1 pulling: local has_spare, busiest CPU 0 with 3 tasks (has_spare too, no PELT
+    // load): calculate_imbalance, has_spare local, single-CPU busiest group ->
+    // sibling_imbalance = 3 - 0, halved -> 1 task (migrate_task).
+    evs.push(balance(
+        2_000,
+        1,
+        4,
+        CpuIdleType::Idle,
+        Some(MigrationType::Task),
+    ));
+    // The same pass, the kernel said migrate_load: balanced agrees, type does not.
+    evs.push(balance(
+        2_100,
+        2,
+        4,
+        CpuIdleType::Idle,
+        Some(MigrationType::Load),
+    ));
+    // Busy CPU 0 itself pulling (not idle): nothing is busier than the local group.
+    evs.push(balance(2_200, 0, 4, CpuIdleType::NotIdle, None));
+    // The kernel found CPU 3's domain balanced, the model does not.
+    evs.push(balance(2_300, 3, 4, CpuIdleType::Idle, None));
+    // No domain of weight 3 exists.
+    evs.push(balance(2_400, 3, 3, CpuIdleType::Idle, None));
+    let v = validate(&topo, config(), &evs);
+    assert_eq!(v.unmapped, 1);
+    assert_eq!(v.total.decisions, 4);
+    assert_eq!(v.total.balanced_agree, 3);
+    assert_eq!(v.total.kernel_balanced, 2);
+    assert_eq!(v.total.model_balanced, 1);
+    assert_eq!(v.total.both_unbalanced, 2);
+    assert_eq!(v.total.type_agree, 1);
+    assert_eq!(v.balanced_agreement, Some(0.75));
+    assert_eq!(v.migration_type_agreement, Some(0.5));
+    assert_eq!(v.migration_types["task/task"], 1);
+    assert_eq!(v.migration_types["load/task"], 1);
+    assert_eq!(v.per_level["llc"].decisions, 4);
+    assert_eq!(v.balance_events, 5);
+}
+
+#[test]
+fn decisions_are_judged_in_time_order_across_batches() {
+    // The balancer's ring buffer delivers its record after the tracepoints' events that
+    // follow it: the state at 2_000 (3 tasks on CPU 0) is what the model must judge, not the
+    // state after the pull (2 tasks on CPU 0, 1 on CPU 1).
+    let topo = Topology::synthetic_flat(4);
+    let mut v = Validator::new(&topo, config());
+    v.push(&three_on_cpu0(1_000));
+    v.push(&[nr(3_000, 0, 2), nr(3_000, 1, 1), switch(3_000, 1, 11)]);
+    v.push(&[balance(
+        2_000,
+        1,
+        4,
+        CpuIdleType::Idle,
+        Some(MigrationType::Task),
+    )]);
+    let out = v.finish();
+    assert_eq!(out.late, 0);
+    assert_eq!(out.balanced_agreement, Some(1.0));
+    assert_eq!(out.migration_type_agreement, Some(1.0));
+}
+
+#[test]
+fn levels_are_named_by_span_weight() {
+    let topo = Topology::synthetic(
+        &[
+            (LevelKind::Smt, "SMT", 2),
+            (LevelKind::Llc, "MC", 4),
+            (LevelKind::Numa, "NUMA", 8),
+        ],
+        8,
+    );
+    let mut evs = Vec::new();
+    for c in 0..8 {
+        evs.push(switch(10, c, 0));
+        evs.push(nr(10, c, 0));
+    }
+    for w in [2, 4, 8] {
+        evs.push(balance(100, 5, w, CpuIdleType::Idle, None));
+    }
+    let v = validate(&topo, config(), &evs);
+    assert_eq!(v.unmapped, 0);
+    let keys: Vec<&str> = v.per_level.keys().map(String::as_str).collect();
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert_eq!(
+        v.balanced_agreement,
+        Some(1.0),
+        "an idle machine is balanced"
+    );
+}
+
+/// A recording made in the lab (6.12, 2 sockets with SMT and 2 NUMA nodes, `mixed`).
+mod lab_fixture {
+    use super::*;
+    use crate::record::Reader;
+    use std::collections::BTreeSet;
+
+    fn events() -> (crate::record::Header, Vec<Event>) {
+        let bytes = include_bytes!("../../tests/fixtures/lab/6.12-2s-smt-numa-mixed.lbs");
+        let mut r = Reader::from_bytes(bytes.to_vec()).expect("the lab fixture reads");
+        let mut evs = Vec::new();
+        while let Some(chunk) = r.next_chunk() {
+            evs.extend(chunk);
+        }
+        (r.header().clone(), evs)
+    }
+
+    #[test]
+    fn has_domain_levels_and_balance_events() {
+        let (h, evs) = events();
+        assert!(h.topology.levels.len() >= 3, "SMT, MC and NUMA");
+        assert!(h.probes.iter().any(|(_, k)| k == "fentry"));
+        let mut levels = BTreeSet::new();
+        let mut not_balanced = 0;
+        for e in &evs {
+            if let EventKind::Balance(b) = &e.kind {
+                levels.insert(b.level);
+                not_balanced += u32::from(!b.balanced);
+            }
+        }
+        assert!(
+            levels.len() >= 3,
+            "Balance events at every level: {levels:?}"
+        );
+        assert!(not_balanced > 0);
+    }
+
+    #[test]
+    fn every_search_maps_to_a_level_and_is_judged() {
+        let (h, evs) = events();
+        let cfg = ModelConfig {
+            rules: ModelRules::from_release(&h.kernel_release),
+            ..ModelConfig::default()
+        };
+        let v = validate(&h.topology, cfg, &evs);
+        assert_eq!(v.unmapped, 0);
+        assert!(v.per_level.len() >= 3, "{:?}", v.per_level.keys());
+        assert!(v.total.decisions > 100, "{}", v.total.decisions);
+        let b = v.balanced_agreement.expect("decisions were judged");
+        eprintln!("{}", serde_json::to_string_pretty(&v).unwrap());
+        assert!(b > 0.5, "balanced agreement {b}");
+    }
+}
