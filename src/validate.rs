@@ -23,8 +23,9 @@ use std::collections::{BTreeMap, HashMap};
 pub const MATCH_WINDOW_NS: u64 = 10_000_000;
 
 /// How long events wait to be put in order: longer than the gap between the two ring
-/// buffers' deliveries of the same instant (one poll round).
-pub const REORDER_WINDOW_NS: u64 = 500_000_000;
+/// buffers' deliveries of the same instant (up to about a second was seen in the lab's
+/// 16-vCPU guests, where the consumer waits for the main buffer to fill).
+pub const REORDER_WINDOW_NS: u64 = 2_000_000_000;
 
 /// How far after a busiest-group search that found an imbalance a balancer migration into
 /// the same destination may be to pair with it: the pass detaches right after the search.
@@ -162,6 +163,40 @@ impl LevelAgreement {
     }
 }
 
+/// Disagreements kept with their evidence.
+pub const MAX_DISAGREEMENTS: usize = 20;
+
+/// One search where the model and the kernel disagree on balanced / not balanced.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Disagreement {
+    /// When (ns).
+    pub t_ns: u64,
+    /// The level key and the kernel's `sd->level`.
+    pub level: String,
+    /// `sd->level`.
+    pub sd_level: u32,
+    /// The pulling CPU and its idle type.
+    pub dst_cpu: u32,
+    /// `env->idle`.
+    pub idle: CpuIdleType,
+    /// The kernel's verdict: balanced, or its migration type and imbalance.
+    pub kernel_balanced: bool,
+    /// `env->migration_type` when not balanced.
+    pub kernel_migration_type: Option<MigrationType>,
+    /// `env->imbalance`.
+    pub kernel_imbalance: u64,
+    /// The model's imbalance and migration type.
+    pub model_imbalance: u64,
+    /// The model's migration type.
+    pub model_migration_type: Option<MigrationType>,
+    /// Every group as the model saw it: CPUs, group_type, nr_running, idle CPUs, util, load.
+    pub groups: Vec<serde_json::Value>,
+    /// Index of the local group and of the model's busiest group.
+    pub local_group: usize,
+    /// The model's busiest group.
+    pub busiest_group: Option<usize>,
+}
+
 /// Everything validation mode reports.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Validation {
@@ -187,6 +222,11 @@ pub struct Validation {
     pub migration_type_agreement: Option<f64>,
     /// Stack reasons against the kernel's idle type.
     pub reasons: ReasonAgreement,
+    /// Disagreements by "level/idle type/kernel verdict" ("numa/idle/balanced": the kernel
+    /// found that NUMA domain balanced from an idle CPU, the model did not).
+    pub disagreements_by_kind: BTreeMap<String, u64>,
+    /// The first [`MAX_DISAGREEMENTS`] disagreements with the model's groups.
+    pub disagreements: Vec<Disagreement>,
     /// `reasons.agreeing / reasons.matched`.
     pub reason_agreement: Option<f64>,
 }
@@ -278,14 +318,19 @@ impl Validator {
     }
 
     fn judge(&mut self, b: &Balance) {
-        let Some((level, d)) = self.model.decide_at(b.dst_cpu, b.sd_weight, b.idle) else {
+        let Some((level, groups, d)) = self.model.decide_at(b.dst_cpu, b.sd_weight, b.idle) else {
             self.out.unmapped += 1;
             return;
         };
         self.out.total.add(b, &d);
         let key = self.model.level_key(level).to_string();
-        self.out.per_level.entry(key).or_default().add(b, &d);
-        if !b.balanced && d.imbalance > 0 {
+        self.out
+            .per_level
+            .entry(key.clone())
+            .or_default()
+            .add(b, &d);
+        let model_balanced = d.imbalance == 0;
+        if !b.balanced && !model_balanced {
             let k = format!(
                 "{}/{}",
                 type_name(Some(b.migration_type)),
@@ -293,6 +338,47 @@ impl Validator {
             );
             *self.out.migration_types.entry(k).or_default() += 1;
         }
+        if b.balanced == model_balanced {
+            return;
+        }
+        let verdict = if b.balanced { "balanced" } else { "imbalanced" };
+        let k = format!("{key}/{}/{verdict}", b.idle.name());
+        *self.out.disagreements_by_kind.entry(k).or_default() += 1;
+        if self.out.disagreements.len() >= MAX_DISAGREEMENTS {
+            return;
+        }
+        let local = groups
+            .iter()
+            .position(|g| g.cpus.contains(b.dst_cpu as usize))
+            .unwrap_or(0);
+        self.out.disagreements.push(Disagreement {
+            t_ns: self.folded_ns,
+            level: key,
+            sd_level: b.level,
+            dst_cpu: b.dst_cpu,
+            idle: b.idle,
+            kernel_balanced: b.balanced,
+            kernel_migration_type: (!b.balanced).then_some(b.migration_type),
+            kernel_imbalance: b.imbalance,
+            model_imbalance: d.imbalance,
+            model_migration_type: d.migration_type,
+            groups: groups
+                .iter()
+                .map(|g| {
+                    serde_json::json!({
+                        "cpus": g.cpus.to_string(),
+                        "group_type": g.group_type.name(),
+                        "nr_running": g.nr_running,
+                        "idle_cpus": g.idle_cpus,
+                        "util": g.util,
+                        "load": g.load,
+                        "capacity": g.capacity,
+                    })
+                })
+                .collect(),
+            local_group: local,
+            busiest_group: d.busiest,
+        });
     }
 }
 

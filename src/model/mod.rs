@@ -261,14 +261,15 @@ impl Model {
     /// The model's decision for one of the kernel's balance passes: `dst_cpu` pulling at its
     /// domain of `sd_weight` CPUs (the kernel's `sd->level` counts levels this topology may
     /// have dropped as degenerate, so the span weight names the domain) with idle type
-    /// `idle`, from the per-CPU state folded so far. Returns the level index and the decision;
+    /// `idle`, from the per-CPU state folded so far. Returns the level index, the groups'
+    /// statistics (the local one is the group holding `dst_cpu`) and the decision;
     /// `None` when no domain around `dst_cpu` spans `sd_weight` CPUs.
     pub fn decide_at(
         &self,
         dst_cpu: u32,
         sd_weight: u32,
         idle: CpuIdleType,
-    ) -> Option<(usize, stats::Decision)> {
+    ) -> Option<(usize, Vec<GroupStats>, stats::Decision)> {
         let cpu = dst_cpu as usize;
         let level = (0..self.topo.levels.len()).find(|&l| {
             self.topo
@@ -277,8 +278,8 @@ impl Model {
         })?;
         let dom = &self.table.doms[self.table.index(&self.topo, level, cpu)?];
         let local = dom.group_of(cpu)?;
-        let (_, d) = dom.decide(&self.samples(), local, idle != CpuIdleType::NotIdle);
-        Some((level, d))
+        let (groups, d) = dom.decide(&self.samples(), local, idle != CpuIdleType::NotIdle);
+        Some((level, groups, d))
     }
 
     /// The report key of level `level`.

@@ -51,6 +51,23 @@ pub fn validation(v: &Validation, w: &mut impl Write) -> io::Result<()> {
             .collect();
         writeln!(w, "  migration types (kernel/model): {}", t.join(", "))?;
     }
+    if !v.disagreements_by_kind.is_empty() {
+        let mut kinds: Vec<(&String, &u64)> = v.disagreements_by_kind.iter().collect();
+        kinds.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let top: Vec<String> = kinds
+            .iter()
+            .take(6)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        writeln!(
+            w,
+            "  disagreements (level/idle type/kernel verdict): {}{}; --json has the first {} \
+             with the model's groups",
+            top.join(", "),
+            if kinds.len() > 6 { ", ..." } else { "" },
+            v.disagreements.len()
+        )?;
+    }
     let r = &v.reasons;
     writeln!(
         w,

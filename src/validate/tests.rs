@@ -227,6 +227,18 @@ fn the_model_answers_the_kernels_question() {
     assert_eq!(v.migration_types["load/task"], 1);
     assert_eq!(v.per_level["llc"].decisions, 4);
     assert_eq!(v.balance_events, 5);
+    // The one disagreement, with the model's groups as evidence.
+    assert_eq!(v.disagreements_by_kind.len(), 1);
+    assert_eq!(v.disagreements_by_kind["llc/idle/balanced"], 1);
+    let d = &v.disagreements[0];
+    assert_eq!(
+        (d.dst_cpu, d.kernel_balanced, d.model_imbalance),
+        (3, true, 1)
+    );
+    assert_eq!(d.groups.len(), 4);
+    assert_eq!(d.local_group, 3);
+    assert_eq!(d.busiest_group, Some(0));
+    assert_eq!(d.groups[0]["nr_running"], 3);
 }
 
 #[test]
