@@ -74,6 +74,9 @@ static __always_inline void emit(struct lb_env *env, __u32 pid, __u32 balanced)
 	e->src_cpu = BPF_CORE_READ(env, src_cpu);
 	e->pid = pid;
 	e->balanced = balanced;
+	/* LBF_ALL_PINNED (0x01 in 6.1 through 6.18) is still set when sched_balance_rq goes back
+	 * to redo its search without the CPUs whose tasks could not move to dst_cpu. */
+	e->redo = pid == 0 && (BPF_CORE_READ(env, flags) & 0x01);
 	bpf_ringbuf_submit(e, 0);
 }
 

@@ -137,6 +137,8 @@ struct lbs_balance {
 	__s32 src_cpu;
 	__u32 pid;
 	__u32 balanced;
+	/* The search is a retry without CPUs whose tasks were all pinned (LBF_ALL_PINNED). */
+	__u32 redo;
 };
 
 #endif /* LBSCOPE_H */

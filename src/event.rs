@@ -225,6 +225,9 @@ pub struct Balance {
     pub imbalance: u64,
     /// The search found no busiest group (always false at `detach_task`).
     pub balanced: bool,
+    /// The search is a retry after every task of the busiest CPU was pinned away from
+    /// `dst_cpu`: the kernel searched again without that CPU (`redo` in the balancer).
+    pub redo: bool,
     /// `env->dst_cpu`, the CPU pulling.
     pub dst_cpu: u32,
     /// `env->src_cpu`, the CPU pulled from (meaningful at `detach_task`).

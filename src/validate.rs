@@ -214,6 +214,9 @@ pub struct Validation {
     pub migration_types: BTreeMap<String, u64>,
     /// Searches at a domain weight no level of the topology has around dst_cpu.
     pub unmapped: u64,
+    /// Searches retried without the CPUs whose tasks were all pinned (not judged: the model
+    /// sees the whole span).
+    pub redo: u64,
     /// Events that arrived later than the reorder window allows (folded anyway).
     pub late: u64,
     /// `total.balanced_agree / total.decisions`.
@@ -318,6 +321,10 @@ impl Validator {
     }
 
     fn judge(&mut self, b: &Balance) {
+        if b.redo {
+            self.out.redo += 1;
+            return;
+        }
         let Some((level, groups, d)) = self.model.decide_at(b.dst_cpu, b.sd_weight, b.idle) else {
             self.out.unmapped += 1;
             return;

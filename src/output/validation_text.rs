@@ -80,12 +80,12 @@ pub fn validation(v: &Validation, w: &mut impl Write) -> io::Result<()> {
         r.matched_search,
         pct(r.agreeing, r.matched)
     )?;
-    if v.unmapped > 0 || v.late > 0 {
+    if v.unmapped > 0 || v.late > 0 || v.redo > 0 {
         writeln!(
             w,
-            "  not judged: {} searches at a domain size the recording's topology lacks; {} \
-             events later than the reorder window",
-            v.unmapped, v.late
+            "  not judged: {} searches retried without pinned CPUs, {} at a domain size the \
+             recording's topology lacks; {} events later than the reorder window",
+            v.redo, v.unmapped, v.late
         )?;
     }
     Ok(())

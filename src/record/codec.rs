@@ -294,7 +294,7 @@ pub(super) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event) {
             out.push(b.idle as u8);
             out.push(b.migration_type as u8);
             put_varint(out, b.imbalance);
-            out.push(u8::from(b.balanced));
+            out.push(u8::from(b.balanced) | u8::from(b.redo) << 1);
             v(out, b.dst_cpu);
             v(out, b.src_cpu);
             put_varint(out, b.pid.map_or(0, |p| u64::from(p) + 1));
@@ -540,10 +540,9 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
             let migration_type = MigrationType::from_kernel(u32::from(m))
                 .map_or_else(|| bad(format!("unknown migration type {m}")), Ok)?;
             let imbalance = c.varint()?;
-            let balanced = match c.byte()? {
-                0 => false,
-                1 => true,
-                b => return bad(format!("bad balanced flag {b}")),
+            let (balanced, redo) = match c.byte()? {
+                b @ 0..=3 => (b & 1 != 0, b & 2 != 0),
+                b => return bad(format!("bad balanced flags {b}")),
             };
             let dst_cpu = c.u32()?;
             let src_cpu = c.u32()?;
@@ -558,6 +557,7 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
                 migration_type,
                 imbalance,
                 balanced,
+                redo,
                 dst_cpu,
                 src_cpu,
                 pid,

@@ -23,6 +23,7 @@ fn balance(
             migration_type: verdict.unwrap_or(MigrationType::Load),
             imbalance: u64::from(verdict.is_some()),
             balanced: verdict.is_none(),
+            redo: false,
             dst_cpu: dst,
             src_cpu: 0,
             pid: None,
@@ -41,6 +42,7 @@ fn detach(ts: u64, pid: Pid, idle: CpuIdleType) -> Event {
             migration_type: MigrationType::Load,
             imbalance: 1,
             balanced: false,
+            redo: false,
             dst_cpu: 0,
             src_cpu: 1,
             pid: Some(pid),
@@ -239,6 +241,22 @@ fn the_model_answers_the_kernels_question() {
     assert_eq!(d.local_group, 3);
     assert_eq!(d.busiest_group, Some(0));
     assert_eq!(d.groups[0]["nr_running"], 3);
+}
+
+#[test]
+fn searches_retried_without_pinned_cpus_are_not_judged() {
+    let topo = Topology::synthetic_flat(4);
+    let mut evs = three_on_cpu0(1_000);
+    // CPU 0's tasks were all pinned: the kernel searched again without CPU 0 and found the
+    // domain balanced; the model sees CPU 0 and would say otherwise.
+    let mut redo = balance(2_000, 1, 4, CpuIdleType::Idle, None);
+    if let EventKind::Balance(b) = &mut redo.kind {
+        b.redo = true;
+    }
+    evs.push(redo);
+    let v = validate(&topo, config(), &evs);
+    assert_eq!((v.redo, v.total.decisions), (1, 0));
+    assert_eq!(v.balanced_agreement, None);
 }
 
 #[test]

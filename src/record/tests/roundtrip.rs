@@ -149,6 +149,7 @@ fn edge_events() -> Vec<Event> {
             migration_type: mt,
             imbalance: if i == 1 { u64::MAX } else { 0 },
             balanced: i % 2 == 0,
+            redo: i == 2,
             dst_cpu: m,
             src_cpu: 0,
             pid: [None, Some(0), Some(m), Some(7)][i],

@@ -160,6 +160,7 @@ impl Decoder {
                     migration_type: MigrationType::from_kernel(r.migration_type)?,
                     imbalance: r.imbalance.max(0) as u64,
                     balanced: r.balanced != 0,
+                    redo: r.redo != 0,
                     dst_cpu: r.dst_cpu.max(0) as u32,
                     src_cpu: r.src_cpu.max(0) as u32,
                     pid: (r.pid != 0).then_some(r.pid),
