@@ -81,6 +81,8 @@ struct DomAcc {
     status_since: u64,
     /// This movable stretch was already reported overdue.
     flagged: bool,
+    /// The overdue limit, once asked for (a function of level and span only).
+    limit_ns: Option<u64>,
 }
 
 impl DomAcc {
@@ -115,6 +117,8 @@ pub struct IdleAccounting {
     dom_scratch: Vec<u32>,
     /// Indices in `doms` of the domains whose status is movable.
     movable: Vec<u32>,
+    /// No movable domain is overdue before this time (0: unknown, scan).
+    next_due: u64,
 }
 
 /// A domain that has been movable (an idle CPU, a task allowed on it waiting elsewhere in the
@@ -150,6 +154,7 @@ impl IdleAccounting {
                     pinned_ns: 0,
                     status_since: 0,
                     flagged: false,
+                    limit_ns: None,
                 });
             }
         }
@@ -170,6 +175,7 @@ impl IdleAccounting {
             touched: Vec::new(),
             dom_scratch: Vec::new(),
             movable: Vec::new(),
+            next_due: 0,
         }
     }
 
@@ -277,6 +283,8 @@ impl IdleAccounting {
                 d.credit(t);
                 if status == WaitStatus::Movable {
                     self.movable.push(i as u32);
+                    // Its deadline, if its limit is known; else the next call scans.
+                    self.next_due = d.limit_ns.map_or(0, |l| self.next_due.min(t + l));
                 } else if d.status == WaitStatus::Movable {
                     self.movable.retain(|&m| m as usize != i);
                 }
@@ -340,12 +348,23 @@ impl IdleAccounting {
     }
 
     /// The movable domains whose stretch has lasted at least `limit(level, span)` ns at `t` and was
-    /// not reported yet; each stretch is reported once.
+    /// not reported yet; each stretch is reported once. `limit` must depend on its arguments
+    /// only: it is asked once per domain (this runs after every event).
     pub fn overdue(&mut self, t: u64, limit: impl Fn(usize, &CpuSet) -> u64) -> Vec<Overdue> {
         let mut out = Vec::new();
+        if t < self.next_due {
+            return out;
+        }
+        let mut next_due = u64::MAX;
         for &i in &self.movable {
             let d = &mut self.doms[i as usize];
-            if d.flagged || t.saturating_sub(d.status_since) < limit(d.level, &d.span) {
+            if d.flagged {
+                continue;
+            }
+            let lim = *d.limit_ns.get_or_insert_with(|| limit(d.level, &d.span));
+            let due = d.status_since.saturating_add(lim);
+            if t < due {
+                next_due = next_due.min(due);
                 continue;
             }
             d.flagged = true;
@@ -357,6 +376,7 @@ impl IdleAccounting {
                 waiting: self.waiting.and(&d.span),
             });
         }
+        self.next_due = next_due;
         out
     }
 
@@ -366,6 +386,7 @@ impl IdleAccounting {
             d.since = t;
             d.status_since = t;
         }
+        self.next_due = 0;
     }
 
     /// The figures since the last call, for an interval of `len` ns, then zeroes them. Call

@@ -106,6 +106,16 @@ impl FindingLog {
         }
     }
 
+    /// When there is no room left for details: counts a finding of `kind` and returns true,
+    /// so that the caller skips building its evidence and sentence.
+    pub fn counted_only(&mut self, kind: FindingKind) -> bool {
+        if self.kept.len() < self.max {
+            return false;
+        }
+        *self.counts.entry(kind).or_insert(0) += 1;
+        true
+    }
+
     /// Counts `f`, and keeps it if there is room.
     pub fn add(&mut self, f: Finding) {
         *self.counts.entry(f.kind).or_insert(0) += 1;

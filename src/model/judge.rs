@@ -91,6 +91,9 @@ impl Model {
         } else {
             return;
         };
+        if self.log.counted_only(FindingKind::HarmfulMigration) {
+            return;
+        }
         let evidence = [
             ("reason", json!(reason.name())),
             ("src_group", json!(gs.to_string())),
@@ -195,6 +198,9 @@ impl Model {
                 && (min as usize) < buckets[imin].len()
                 && free;
             if !uneven {
+                continue;
+            }
+            if self.log.counted_only(FindingKind::UnevenSpread) {
                 continue;
             }
             let hist_s: Vec<String> = hist.iter().map(u64::to_string).collect();

@@ -311,6 +311,9 @@ impl Model {
     /// Records a missed_pull: the analyzer saw a CPU of this domain idle for at least
     /// [`Model::missed_pull_ns`] while a task allowed on it waited elsewhere in the domain.
     pub fn missed_pull(&mut self, s: &IdleStretch) {
+        if self.log.counted_only(FindingKind::MissedPull) {
+            return;
+        }
         let key = self.topo.level_key(Some(s.level)).to_string();
         let limit = self.missed_pull_ns(s.level, &s.span);
         let idle_ms = s.now_ns.saturating_sub(s.since_ns) / 1_000_000;
@@ -371,6 +374,9 @@ impl Model {
         if idle.is_empty() {
             return;
         }
+        if self.log.counted_only(FindingKind::BusyWakeup) {
+            return;
+        }
         let cur = self.cpus[target as usize].current.unwrap_or(0);
         let key = self.topo.level_key(Some(level)).to_string();
         let mut cpus = vec![target];
@@ -420,6 +426,7 @@ impl Model {
         if let Some(back) = self
             .tasks
             .migrated(pid, src, dst, t, self.config.ping_pong_ns)
+            .filter(|_| !self.log.counted_only(FindingKind::PingPong))
         {
             let key = self.topo.level_key(level).to_string();
             let evidence = [

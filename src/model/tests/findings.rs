@@ -6,7 +6,7 @@ use crate::analyze::tests::{
 };
 use crate::analyze::{Analyzer, AnalyzerConfig, Snapshot};
 use crate::event::{Event, EventKind, Reason};
-use crate::model::{FindingKind, ModelConfig};
+use crate::model::{Finding, FindingKind, FindingLog, ModelConfig};
 use crate::topology::{LevelKind, Topology};
 
 const MS: u64 = 1_000_000;
@@ -419,5 +419,30 @@ fn uneven_spread_30_7_5_34_but_not_19_19_19_19() {
     assert_eq!(
         count(&spread([19, 19, 19, 19]), FindingKind::UnevenSpread),
         0
+    );
+}
+
+#[test]
+fn a_full_log_still_counts_every_finding() {
+    let mut log = FindingLog::new(1);
+    assert!(!log.counted_only(FindingKind::PingPong), "room: build it");
+    log.add(Finding {
+        kind: FindingKind::PingPong,
+        t_ns: 1,
+        level: None,
+        span: None,
+        cpus: vec![],
+        pids: vec![],
+        evidence: Default::default(),
+        text: String::new(),
+    });
+    assert!(log.counted_only(FindingKind::PingPong));
+    assert!(log.counted_only(FindingKind::MissedPull));
+    let (kept, counts) = log.take();
+    assert_eq!(kept.len(), 1);
+    assert_eq!((counts["ping_pong"], counts["missed_pull"]), (2, 1));
+    assert!(
+        !log.counted_only(FindingKind::PingPong),
+        "a new interval has room"
     );
 }
