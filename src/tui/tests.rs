@@ -462,3 +462,53 @@ fn probe_mode_and_dates() {
     ])
     .starts_with("tracepoints with balancer hooks (raw_tp"));
 }
+
+/// The replay app over a lab recording (6.1, 4 NUMA nodes of 4 CPUs, fentry mode).
+fn lab_app(view: View) -> App {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/lab/6.1-4node-wakeup-storm.lbs");
+    let src = crate::source::file::FileSource::open(&path).unwrap();
+    let (h, analysed, _) = crate::cmd::top::analyze_recording(
+        src,
+        1_000_000_000,
+        &FilterArgs::default(),
+        &crate::cli::ModelArgs::default(),
+    )
+    .unwrap();
+    let mut info = recording_info("6.1-4node-wakeup-storm.lbs", &h);
+    info.span_ns = analysed.last().unwrap().0.t_end_ns - analysed[0].0.t_start_ns;
+    let mut app = App::new(
+        h.topology.clone(),
+        1_000_000_000,
+        SourceInfo::Replay(info),
+        h.clock_base_ns,
+    );
+    app.replace_history(analysed, None);
+    app.view = view;
+    app
+}
+
+#[test]
+fn a_four_node_lab_recording_shows_each_node_as_a_numa_group() {
+    let mut app = lab_app(View::Overview);
+    let scr = render(&app, 132, 40);
+    has(&scr, "kernel 6.1.0-56-amd64");
+    has(&scr, "16 CPUs: llc numa");
+    app.view = View::Domains;
+    let s = app.current().unwrap().clone();
+    let rows = state::domains(&app.topo, Some(&s));
+    assert_eq!(rows.len(), 4 + 1, "an LLC per node, one NUMA domain");
+    for _ in 0..4 {
+        app.handle(Action::Down);
+    }
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        has(&scr, "groups of numa 0-15");
+        for node in ["0-3 ", "4-7 ", "8-11 ", "12-15 "] {
+            has(&scr, node);
+        }
+        // The model classifies each node in the kernel's names.
+        let class = rows[4].groups[0].class.clone().expect("a group type");
+        has(&scr, &class);
+    }
+}

@@ -242,7 +242,7 @@ fn tui_without_a_terminal_says_so() {
 
 const LAB_FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/lab/6.12-2s-smt-numa-mixed.lbs"
+    "/tests/fixtures/lab/6.12-2s-smt-numa-wakeup-storm.lbs"
 );
 
 #[test]
