@@ -485,7 +485,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__report)
-            opts="-o -i -c -p -h --output --interval --count --json --synthetic --synthetic-events --synthetic-rate --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
+            opts="-o -i -c -p -h --output --interval --count --json --synthetic --synthetic-events --synthetic-rate --validate --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -57,6 +57,7 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l attach -d 'Ho
 tp-btf\t'BTF-typed tracepoints only'
 raw-tp\t'Raw tracepoints only'"
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l json -d 'One JSON object per interval, one per line'
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l validate -d 'Validation mode: sets the kernel\'s own balancer decisions (struct lb_env, recorded only where fentry on the balancer loads: `lbscope doctor` says whether it does) against the model\'s, per domain level (balanced or not, migration type), and the stack-derived migration reasons against the kernel\'s idle type. Printed after the intervals (JSON: a last line `{"validation": {...}}`). Fails on a kernel or recording without them'
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -s i -l interval -d 'Refresh interval in seconds: the analyzer\'s interval (`+`/`-` change it)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -s p -l pid -d 'Only this process (all its threads)' -r

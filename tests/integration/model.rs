@@ -27,7 +27,16 @@ fn record_scenario(name: &str, wl: std::process::Command) -> (Vec<serde_json::Va
     w.finish();
     assert!(ok, "record exits 0: {err}");
     let o = lbscope()
-        .args(["report", &file, "--json", "-i", "0.5"])
+        // Every finding with its details: other tasks on the machine may raise many.
+        .args([
+            "report",
+            &file,
+            "--json",
+            "-i",
+            "0.5",
+            "--max-findings",
+            "1000000",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
