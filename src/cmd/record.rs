@@ -134,7 +134,7 @@ pub fn check_output(path: &std::path::Path) -> Result<(), CmdError> {
 /// Runs `lbscope record`.
 #[cfg(feature = "bpf")]
 pub fn run(args: &crate::cli::RecordArgs) -> Result<(), CmdError> {
-    use crate::source::live::{clock, LiveConfig, LiveSource};
+    use crate::source::live::{clock, LiveSource};
     use crate::source::SourceMsg;
     use std::io::IsTerminal;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -152,11 +152,7 @@ pub fn run(args: &crate::cli::RecordArgs) -> Result<(), CmdError> {
         signal_hook::flag::register(sig, stop.clone())?;
     }
     let (tx, rx) = std::sync::mpsc::sync_channel(crate::source::QUEUE_BATCHES);
-    let cfg = LiveConfig {
-        ringbuf_bytes: super::report::ringbuf_bytes(&args.collect)?,
-        attach: args.collect.attach,
-        ..LiveConfig::default()
-    };
+    let cfg = super::report::live_config(&args.collect)?;
     // A bad output path fails before anything is traced.
     check_output(&args.output)?;
     let base = clock::realtime_offset_ns();

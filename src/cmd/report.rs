@@ -58,8 +58,22 @@ pub fn interval_ns(secs: f64) -> Result<u64, CmdError> {
     Ok((secs * 1e9) as u64)
 }
 
+/// The live source's settings from the collection flags, checked (one place for `report`,
+/// `record` and `top`).
+#[cfg(feature = "bpf")]
+pub fn live_config(
+    c: &crate::cli::CollectArgs,
+) -> Result<crate::source::live::LiveConfig, CmdError> {
+    Ok(crate::source::live::LiveConfig {
+        ringbuf_bytes: ringbuf_bytes(c)?,
+        attach: c.attach,
+        ..Default::default()
+    })
+}
+
 /// Validates `--ringbuf-mb` and returns bytes.
-pub fn ringbuf_bytes(c: &crate::cli::CollectArgs) -> Result<u32, CmdError> {
+#[cfg(feature = "bpf")]
+fn ringbuf_bytes(c: &crate::cli::CollectArgs) -> Result<u32, CmdError> {
     if let Some(kb) = c.ringbuf_kb {
         if !kb.is_power_of_two() || !(4..=1 << 20).contains(&kb) {
             return Err(CmdError::Usage(format!(
@@ -293,8 +307,8 @@ fn run_file(args: &ReportArgs, path: &Path, interval_ns: u64) -> Result<(), CmdE
 
 #[cfg(feature = "bpf")]
 fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
-    use crate::source::live::{clock, LiveConfig, LiveSource, ProbeState};
-    let ringbuf_bytes = ringbuf_bytes(&args.collect)?;
+    use crate::source::live::{clock, LiveSource, ProbeState};
+    let cfg = live_config(&args.collect)?;
     let topo = Topology::detect()?;
     let filter = build_filter(&args.filter, &topo, true)?;
     if let Some(o) = &args.output {
@@ -302,11 +316,6 @@ fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
     }
     let stop = stop_on_signals()?;
     let (tx, rx) = std::sync::mpsc::sync_channel(crate::source::QUEUE_BATCHES);
-    let cfg = LiveConfig {
-        ringbuf_bytes,
-        attach: args.collect.attach,
-        ..LiveConfig::default()
-    };
     let source = LiveSource::start(cfg, tx)?;
     if let (true, Err(why)) = (args.validate, &source.report.balancer) {
         return Err(CmdError::Failed(format!(

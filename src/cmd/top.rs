@@ -183,18 +183,13 @@ const DEMO_HINT: &str = "`lbscope top --demo` shows the TUI over a recording wit
 
 #[cfg(feature = "bpf")]
 fn run_live(args: &TopArgs, interval_ns: u64) -> Result<(), CmdError> {
-    use super::report::{probe_names, ringbuf_bytes};
-    use crate::source::live::{clock, LiveConfig, LiveSource};
-    let ringbuf_bytes = ringbuf_bytes(&args.collect)?;
+    use super::report::{live_config, probe_names};
+    use crate::source::live::{clock, LiveSource};
+    let cfg = live_config(&args.collect)?;
     let topo = Topology::detect()?;
     let filter = build_filter(&args.filter, &topo, true)?;
     let stop = stop_on_signals()?;
     let (tx, rx) = std::sync::mpsc::sync_channel(crate::source::QUEUE_BATCHES);
-    let cfg = LiveConfig {
-        ringbuf_bytes,
-        attach: args.collect.attach,
-        ..LiveConfig::default()
-    };
     let source =
         LiveSource::start(cfg, tx).map_err(|e| CmdError::Failed(format!("{e} ({DEMO_HINT})")))?;
     let probe_mode = crate::tui::probe_mode(&probe_names(&source.report));
