@@ -34,10 +34,10 @@ fn golden() -> (crate::record::Header, Vec<Snapshot>) {
     (h, snaps)
 }
 
-/// The replay app over the golden recording, at its first interval.
-fn golden_app(view: View) -> App {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings/golden-v1.lbs");
+/// The replay app over the recording at `rel` (from the crate root), at its first interval,
+/// with the snapshots it holds.
+fn replay_app(rel: &str, view: View) -> (App, Vec<Snapshot>) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel);
     let src = crate::source::file::FileSource::open(&path).unwrap();
     let (h, analysed, _) = crate::cmd::top::analyze_recording(
         src,
@@ -47,8 +47,8 @@ fn golden_app(view: View) -> App {
     )
     .unwrap();
     let snaps: Vec<Snapshot> = analysed.iter().map(|(s, _)| s.clone()).collect();
-    assert_eq!(snaps, golden().1, "the same analysis as report and diff");
-    let mut info = recording_info("golden-v1.lbs", &h);
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let mut info = recording_info(&name, &h);
     info.span_ns = snaps.last().unwrap().t_end_ns - snaps[0].t_start_ns;
     let mut app = App::new(
         h.topology.clone(),
@@ -58,6 +58,13 @@ fn golden_app(view: View) -> App {
     );
     app.replace_history(analysed, None);
     app.view = view;
+    (app, snaps)
+}
+
+/// The replay app over the golden recording, at its first interval.
+fn golden_app(view: View) -> App {
+    let (app, snaps) = replay_app("tests/fixtures/recordings/golden-v1.lbs", view);
+    assert_eq!(snaps, golden().1, "the same analysis as report and diff");
     app
 }
 
@@ -465,27 +472,7 @@ fn probe_mode_and_dates() {
 
 /// The replay app over a lab recording (6.1, 4 NUMA nodes of 4 CPUs, fentry mode).
 fn lab_app(view: View) -> App {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/lab/6.1-4node-wakeup-storm.lbs");
-    let src = crate::source::file::FileSource::open(&path).unwrap();
-    let (h, analysed, _) = crate::cmd::top::analyze_recording(
-        src,
-        1_000_000_000,
-        &FilterArgs::default(),
-        &crate::cli::ModelArgs::default(),
-    )
-    .unwrap();
-    let mut info = recording_info("6.1-4node-wakeup-storm.lbs", &h);
-    info.span_ns = analysed.last().unwrap().0.t_end_ns - analysed[0].0.t_start_ns;
-    let mut app = App::new(
-        h.topology.clone(),
-        1_000_000_000,
-        SourceInfo::Replay(info),
-        h.clock_base_ns,
-    );
-    app.replace_history(analysed, None);
-    app.view = view;
-    app
+    replay_app("tests/fixtures/lab/6.1-4node-wakeup-storm.lbs", view).0
 }
 
 #[test]
