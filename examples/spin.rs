@@ -5,6 +5,11 @@
 //! run-queue latency on CPU 0 go to nearly 100%. Unpinned, it is plain CPU-bound load the
 //! balancer has to spread evenly.
 //!
+//! With `--touch-mb`, every worker also writes all over one shared buffer that the main thread
+//! first touched on the `--pin` CPUs: automatic NUMA balancing then sees one group of threads
+//! sharing memory on that node and pulls them toward it, against the load balancer (the
+//! uneven spread of a job's threads over nodes).
+//!
 //! Output: `ready pid=<PID> tids=<main>,<workers...>`, then
 //! `done tids=<...> threads=<N> duration_ms=<D> elapsed_ms=<E> iters=<i1>,<i2>,... total_iters=<sum>`
 //! where `iters` lists each worker's busy-loop iterations (one iteration is one step of an
@@ -15,6 +20,8 @@ mod common;
 use anyhow::Result;
 use clap::Parser;
 use common::{Common, CpuList, Crew};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Run N busy-looping threads for a fixed time (CPU-bound load; pinned to one CPU, run-queue
@@ -43,8 +50,27 @@ struct Cli {
     #[arg(long, value_name = "MS", requires = "pin")]
     unpin_after_ms: Option<u64>,
 
+    /// Every worker also writes across a shared buffer of this many MiB, first touched by the
+    /// main thread on the --pin CPUs (so its pages live on their node)
+    #[arg(long, value_name = "MIB")]
+    touch_mb: Option<usize>,
+
     #[command(flatten)]
     common: Common,
+}
+
+/// One pass over `buf` from offset `seed`: one write per 4 KiB page, so every page is touched
+/// on every pass.
+fn touch(buf: &[AtomicU64], seed: usize) -> u64 {
+    const PER_PAGE: usize = 4096 / 8;
+    let mut i = seed % PER_PAGE;
+    let mut n = 0;
+    while i < buf.len() {
+        buf[i].fetch_add(1, Ordering::Relaxed);
+        i += PER_PAGE;
+        n += 1;
+    }
+    n
 }
 
 fn main() -> Result<()> {
@@ -57,17 +83,40 @@ fn main() -> Result<()> {
     let all: CpuList = format!("0-{}", libc::CPU_SETSIZE - 1)
         .parse()
         .map_err(anyhow::Error::msg)?;
-    for _ in 0..cli.threads {
+    // The shared buffer is first touched (so placed) while the main thread runs on --pin.
+    let buf: Arc<Vec<AtomicU64>> = Arc::new(match (cli.touch_mb, cli.pin.as_ref()) {
+        (Some(mb), pin) => {
+            if let Some(p) = pin {
+                common::pin(0, p)?;
+            }
+            let v: Vec<AtomicU64> = (0..mb << 17).map(|i| AtomicU64::new(i as u64)).collect();
+            common::pin(0, &all)?;
+            v
+        }
+        (None, _) => Vec::new(),
+    });
+    for w in 0..cli.threads {
         let all = all.clone();
+        let buf = buf.clone();
         workers.push(crew.spawn(cli.pin.as_ref(), move |start: Instant| {
             let mut iters = 0;
+            let work = |until: Instant| {
+                if buf.is_empty() {
+                    return common::spin_until(until);
+                }
+                let mut n = 0;
+                while Instant::now() < until {
+                    n += touch(&buf, w + n as usize);
+                }
+                n
+            };
             if let Some(u) = unpin.filter(|u| *u < duration) {
-                iters += common::spin_until(start + u);
+                iters += work(start + u);
                 if let Err(e) = common::pin(0, &all) {
                     eprintln!("spin: {e:#}");
                 }
             }
-            iters + common::spin_until(start + duration)
+            iters + work(start + duration)
         })?);
     }
     let start = crew.start(cli.common.gate)?;
