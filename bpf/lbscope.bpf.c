@@ -356,6 +356,31 @@ static __always_inline int h_nr_running(__u64 ts, __u64 *ctx)
 	return emit_rq(ts, rq, LBS_NR_RUNNING, BPF_CORE_READ(rq, nr_running), 0, 0);
 }
 
+/* cfs_rq->avg.util_est before 6.9: a struct whose first member is `enqueued`. */
+struct util_est___old {
+	unsigned int enqueued;
+	unsigned int ewma;
+};
+struct sched_avg___old {
+	struct util_est___old util_est;
+};
+struct cfs_rq___old {
+	struct sched_avg___old avg;
+};
+
+/* The root cfs_rq's estimated utilization (UTIL_AVG_UNCHANGED cleared), either layout. */
+static __always_inline __u32 cfs_util_est(struct cfs_rq *cfs)
+{
+	struct cfs_rq___old *old = (void *)cfs;
+	__u32 est;
+
+	if (bpf_core_field_exists(old->avg.util_est.enqueued))
+		est = BPF_CORE_READ(old, avg.util_est.enqueued);
+	else
+		est = BPF_CORE_READ(cfs, avg.util_est);
+	return est & 0x7fffffff;
+}
+
 static __always_inline int h_pelt_cfs(__u64 ts, __u64 *ctx)
 {
 	struct cfs_rq *cfs = (void *)ctx[0];
@@ -375,8 +400,11 @@ static __always_inline int h_pelt_cfs(__u64 ts, __u64 *ctx)
 	if (now - st->last_pelt_ts < pelt_interval_ns)
 		return 0;
 	st->last_pelt_ts = now;
+	/* util_avg (at most 1024 << SCHED_CAPACITY_SHIFT) low, util_est high. */
 	return emit_rq(ts, rq, LBS_PELT, BPF_CORE_READ(cfs, avg.load_avg),
-		       BPF_CORE_READ(cfs, avg.runnable_avg), BPF_CORE_READ(cfs, avg.util_avg));
+		       BPF_CORE_READ(cfs, avg.runnable_avg),
+		       (BPF_CORE_READ(cfs, avg.util_avg) & 0xffffffff) |
+			       ((__u64)cfs_util_est(cfs) << 32));
 }
 
 static __always_inline int h_capacity(__u64 ts, __u64 *ctx)

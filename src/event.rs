@@ -166,12 +166,14 @@ pub enum EventKind {
     /// `sched_update_nr_running_tp`: the exact `nr_running` of `rq_cpu`, after the change.
     NrRunning { rq_cpu: u32, nr_running: u32 },
     /// `pelt_cfs_tp` on a root cfs_rq (rate-limited per CPU): the CPU's CFS load, runnable and
-    /// util averages.
+    /// util averages, and `util_est` (the estimated utilization the balancer takes when it is
+    /// higher than `util_avg`; `None` in recordings made before it was recorded).
     Pelt {
         rq_cpu: u32,
         load_avg: u64,
         runnable_avg: u64,
         util_avg: u64,
+        util_est: Option<u64>,
     },
     /// `sched_cpu_capacity_tp`: `rq->cpu_capacity` of `rq_cpu`.
     Capacity { rq_cpu: u32, capacity: u64 },

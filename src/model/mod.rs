@@ -101,6 +101,8 @@ struct CpuState {
     load: u64,
     runnable: u64,
     util: u64,
+    /// util_est (0 when the recording does not have it).
+    util_est: u64,
     capacity: Option<u64>,
 }
 
@@ -115,6 +117,7 @@ impl CpuState {
             load_avg: self.load,
             runnable_avg: self.runnable,
             util_avg: self.util,
+            util_est: self.util_est,
             capacity: self.capacity.unwrap_or(stats::CAPACITY_SCALE),
             idle: nr == 0 && self.current.is_none_or(|p| p == 0),
         }
@@ -239,11 +242,13 @@ impl Model {
                 load_avg,
                 runnable_avg,
                 util_avg,
+                util_est,
             } => {
                 if let Some(c) = self.cpu_mut(*rq_cpu) {
                     c.load = *load_avg;
                     c.runnable = *runnable_avg;
                     c.util = *util_avg;
+                    c.util_est = util_est.unwrap_or(0);
                 }
             }
             EventKind::Capacity { rq_cpu, capacity } => {

@@ -111,6 +111,8 @@ pub struct CpuSample {
     pub runnable_avg: u64,
     /// Root cfs_rq util_avg.
     pub util_avg: u64,
+    /// Root cfs_rq util_est (0 when unknown).
+    pub util_est: u64,
     /// rq->cpu_capacity (1024 when never seen).
     pub capacity: u64,
     /// idle_cpu(): the idle task runs and nothing is queued.
@@ -125,6 +127,7 @@ impl Default for CpuSample {
             load_avg: 0,
             runnable_avg: 0,
             util_avg: 0,
+            util_est: 0,
             capacity: CAPACITY_SCALE,
             idle: true,
         }
@@ -210,7 +213,8 @@ pub fn group_stats(
         let s = samples.get(c).copied().unwrap_or_default();
         let orig = s.capacity.max(CAPACITY_SCALE);
         g.load += s.load_avg;
-        g.util += s.util_avg.min(orig);
+        // cpu_util_cfs: max(util_avg, util_est) (UTIL_EST is on by default), capped.
+        g.util += s.util_avg.max(s.util_est).min(orig);
         g.runnable += s.runnable_avg;
         g.capacity += s.capacity;
         g.nr_running += u64::from(s.nr_running);

@@ -42,6 +42,7 @@ const K_LOST: u8 = 15;
 const K_CLOCK: u8 = 16;
 // Added after v1's first files: readers of older files never meet it, so v1 stays readable.
 const K_BALANCE: u8 = 17;
+const K_PELT_EST: u8 = 18;
 
 /// Why a chunk's payload did not decode (it passed its checksum, so the writer or a crafted
 /// file is to blame).
@@ -156,7 +157,8 @@ pub(super) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event) {
         EventKind::Migrate { .. } => K_MIGRATE,
         EventKind::Stack { .. } => K_STACK,
         EventKind::NrRunning { .. } => K_NR_RUNNING,
-        EventKind::Pelt { .. } => K_PELT,
+        EventKind::Pelt { util_est: None, .. } => K_PELT,
+        EventKind::Pelt { .. } => K_PELT_EST,
         EventKind::Capacity { .. } => K_CAPACITY,
         EventKind::BalanceSoftirq { .. } => K_BALANCE_SOFTIRQ,
         EventKind::Numa { .. } => K_NUMA,
@@ -237,11 +239,15 @@ pub(super) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event) {
             load_avg,
             runnable_avg,
             util_avg,
+            util_est,
         } => {
             v(out, *rq_cpu);
             put_varint(out, *load_avg);
             put_varint(out, *runnable_avg);
             put_varint(out, *util_avg);
+            if let Some(e) = util_est {
+                put_varint(out, *e);
+            }
         }
         EventKind::Capacity { rq_cpu, capacity } => {
             v(out, *rq_cpu);
@@ -471,11 +477,16 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
             rq_cpu: c.u32()?,
             nr_running: c.u32()?,
         },
-        K_PELT => EventKind::Pelt {
+        K_PELT | K_PELT_EST => EventKind::Pelt {
             rq_cpu: c.u32()?,
             load_avg: c.varint()?,
             runnable_avg: c.varint()?,
             util_avg: c.varint()?,
+            util_est: if tag == K_PELT_EST {
+                Some(c.varint()?)
+            } else {
+                None
+            },
         },
         K_CAPACITY => EventKind::Capacity {
             rq_cpu: c.u32()?,

@@ -312,6 +312,7 @@ impl Generator {
                 load_avg: n * 1024,
                 runnable_avg: n * 1024,
                 util_avg: (n * 512).min(1024),
+                util_est: Some((n * 512).min(1024)),
             },
         );
     }

@@ -285,6 +285,7 @@ fn cpu_table_at_interval_end() {
                     load_avg: 1,
                     runnable_avg: 2,
                     util_avg: 300,
+                    util_est: None,
                 },
             ),
             ev(

@@ -177,6 +177,7 @@ fn pelt(ts: u64, cpu: u32, load: u64) -> Event {
             load_avg: load,
             runnable_avg: load,
             util_avg: load.min(1024),
+            util_est: None,
         },
     )
 }
@@ -365,6 +366,7 @@ fn balanced_spinners_raise_nothing() {
                     load_avg: 1024,
                     runnable_avg: 1024,
                     util_avg: 1000,
+                    util_est: None,
                 },
             ));
         }

@@ -19,6 +19,7 @@ fn busy(nr: u32, util: u64) -> CpuSample {
         load_avg: util * u64::from(nr.max(1)),
         runnable_avg: util * u64::from(nr.max(1)),
         util_avg: util,
+        util_est: 0,
         capacity: 1024,
         idle: false,
     }
@@ -411,4 +412,25 @@ fn sd_init_parameters_of_the_sysfs_fixtures() {
             .collect();
         assert_eq!(got, want, "{name}");
     }
+}
+
+/// cpu_util_cfs (update_sg_lb_stats' group_util): max(util_avg, util_est) under UTIL_EST,
+/// capped at the CPU's original capacity. Two tasks on CPU 0 whose util_avg is still low but
+/// whose estimate says they fill it: group_is_overloaded needs util·pct > capacity·100.
+#[test]
+fn group_util_takes_util_est_when_higher() {
+    let p = params(117);
+    let mut low = busy(2, 400);
+    low.runnable_avg = 400;
+    let g = group_stats(&cpus("0"), &[low], 1, &p, false, false);
+    assert_eq!(g.util, 400);
+    // group_has_capacity: capacity·100 > util·pct still holds.
+    assert_eq!(g.group_type, GroupType::HasSpare);
+    let est = CpuSample {
+        util_est: 2000,
+        ..low
+    };
+    let g = group_stats(&cpus("0"), &[est], 1, &p, false, false);
+    assert_eq!(g.util, 1024, "capped at the original capacity");
+    assert_eq!(g.group_type, GroupType::Overloaded);
 }

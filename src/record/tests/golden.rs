@@ -306,6 +306,7 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
                     load_avg: u * 2,
                     runnable_avg: u + 40,
                     util_avg: u,
+                    util_est: None,
                 },
             ));
         }

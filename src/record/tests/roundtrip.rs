@@ -75,6 +75,14 @@ fn edge_events() -> Vec<Event> {
             load_avg: u64::MAX,
             runnable_avg: 0,
             util_avg: 1 << 63,
+            util_est: None,
+        },
+        EventKind::Pelt {
+            rq_cpu: 5,
+            load_avg: 7,
+            runnable_avg: 9,
+            util_avg: 300,
+            util_est: Some(u64::MAX),
         },
         EventKind::Capacity {
             rq_cpu: 0,

@@ -96,11 +96,13 @@ impl Decoder {
                 rq_cpu: r.rq_cpu,
                 nr_running: r.v0 as u32,
             }),
+            // v2: util_avg in the low 32 bits, util_est in the high ones.
             t::lbs_kind::LBS_PELT => read::<t::lbs_rq>(data).map(|r| EventKind::Pelt {
                 rq_cpu: r.rq_cpu,
                 load_avg: r.v0,
                 runnable_avg: r.v1,
-                util_avg: r.v2,
+                util_avg: r.v2 & 0xffff_ffff,
+                util_est: Some(r.v2 >> 32),
             }),
             t::lbs_kind::LBS_CAPACITY => read::<t::lbs_rq>(data).map(|r| EventKind::Capacity {
                 rq_cpu: r.rq_cpu,
