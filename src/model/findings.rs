@@ -88,6 +88,13 @@ pub struct Finding {
     pub text: String,
 }
 
+/// A finding's evidence from `(field, value)` pairs.
+pub fn evidence<const N: usize>(
+    pairs: [(&str, serde_json::Value); N],
+) -> BTreeMap<String, serde_json::Value> {
+    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
 /// The findings of the open interval.
 #[derive(Clone, Debug)]
 pub struct FindingLog {

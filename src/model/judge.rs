@@ -2,6 +2,7 @@
 //! interval close (churn, uneven_spread): the rules of each, with the numbers they keep as
 //! evidence. Reads the model's per-CPU and per-task state; changes only its finding log.
 
+use super::findings;
 use super::stats::{self, CAPACITY_SCALE};
 use super::{DomainView, Finding, FindingKind, Model};
 use crate::cpuset::CpuSet;
@@ -113,10 +114,7 @@ impl Model {
             span: Some(dom.span),
             cpus: vec![src, dst],
             pids: vec![pid],
-            evidence: evidence
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
+            evidence: findings::evidence(evidence),
             text,
         });
     }
@@ -137,10 +135,7 @@ impl Model {
             span: Some(v.span),
             cpus: v.span.iter().map(|c| c as u32).collect(),
             pids: Vec::new(),
-            evidence: evidence
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
+            evidence: findings::evidence(evidence),
             text: format!(
                 "{} domain {} moved {rate} tasks/s while its imbalance went {prev} -> {}",
                 v.level, v.span, v.imbalance
@@ -221,10 +216,7 @@ impl Model {
                 span: None,
                 cpus: buckets[imin].iter().map(|c| c as u32).collect(),
                 pids: vec![tgid],
-                evidence: evidence
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect(),
+                evidence: findings::evidence(evidence),
                 text: format!(
                     "process {tgid} holds {} threads per {by} ({max} on CPUs {} vs {min} on {}, \
                      which has an idle CPU)",

@@ -344,10 +344,7 @@ impl Model {
             span: Some(s.span),
             cpus: s.idle.or(&s.waiting).iter().map(|c| c as u32).collect(),
             pids: s.pids.clone(),
-            evidence: evidence
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
+            evidence: findings::evidence(evidence),
             text,
         });
     }
@@ -403,10 +400,7 @@ impl Model {
             span: Some(span),
             cpus,
             pids: vec![pid],
-            evidence: evidence
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
+            evidence: findings::evidence(evidence),
             text: format!(
                 "task {pid} woke onto CPU {target}, busy with task {cur}, while CPU {} of its \
                  {key} domain {span} was idle and allowed",
@@ -448,10 +442,7 @@ impl Model {
                 span: level.and_then(|l| self.topo.span(l, dst as usize)),
                 cpus: vec![dst, src],
                 pids: vec![pid],
-                evidence: evidence
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect(),
+                evidence: findings::evidence(evidence),
                 text: format!(
                     "task {pid} moved CPU {dst} -> {src} ({}) and back -> {dst} ({}) within {} us",
                     back.reason.name(),
