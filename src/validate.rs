@@ -13,7 +13,7 @@
 //! per task detached but not yet migrated, and counters.
 
 use crate::event::{Balance, CpuIdleType, Event, EventKind, MigrationType, Pid, Reason};
-use crate::model::{Model, ModelConfig};
+use crate::model::{BalancePass, GroupStats, Model, ModelConfig};
 use crate::topology::Topology;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -30,6 +30,10 @@ pub const REORDER_WINDOW_NS: u64 = 2_000_000_000;
 /// How far after a busiest-group search that found an imbalance a balancer migration into
 /// the same destination may be to pair with it: the pass detaches right after the search.
 pub const SEARCH_WINDOW_NS: u64 = 2_000_000;
+
+/// Events held for ordering at most; past it the older half is folded early (and any later
+/// event older than those counts as late).
+const MAX_PENDING: usize = 1 << 20;
 
 /// The agreement between stack reasons and `lb_env.idle`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -189,9 +193,9 @@ pub struct Disagreement {
     pub model_imbalance: u64,
     /// The model's migration type.
     pub model_migration_type: Option<MigrationType>,
-    /// Every group as the model saw it: CPUs, group_type, nr_running, idle CPUs, util, load.
-    pub groups: Vec<serde_json::Value>,
-    /// Index of the local group and of the model's busiest group.
+    /// Every group as the model saw it.
+    pub groups: Vec<GroupStats>,
+    /// Index of the local group (the pulling CPU's).
     pub local_group: usize,
     /// The model's busiest group.
     pub busiest_group: Option<usize>,
@@ -271,13 +275,13 @@ impl Validator {
         }
         self.pending.extend_from_slice(batch);
         let cut = self.newest_ns.saturating_sub(REORDER_WINDOW_NS);
-        if self.pending.first().is_some_and(|e| e.ts_ns <= cut) || self.pending.len() > 1 << 20 {
+        let full = self.pending.len() > MAX_PENDING;
+        if full || self.pending.first().is_some_and(|e| e.ts_ns <= cut) {
             self.pending.sort_by_key(|e| e.ts_ns);
-            let n = self.pending.partition_point(|e| e.ts_ns <= cut);
-            let n = if self.pending.len() > 1 << 20 {
+            let n = if full {
                 self.pending.len() / 2
             } else {
-                n
+                self.pending.partition_point(|e| e.ts_ns <= cut)
             };
             let ready: Vec<Event> = self.pending.drain(..n).collect();
             for e in &ready {
@@ -325,7 +329,13 @@ impl Validator {
             self.out.redo += 1;
             return;
         }
-        let Some((level, groups, d)) = self.model.decide_at(b.dst_cpu, b.sd_weight, b.idle) else {
+        let Some(BalancePass {
+            level,
+            local,
+            groups,
+            decision: d,
+        }) = self.model.decide_at(b.dst_cpu, b.sd_weight, b.idle)
+        else {
             self.out.unmapped += 1;
             return;
         };
@@ -354,10 +364,6 @@ impl Validator {
         if self.out.disagreements.len() >= MAX_DISAGREEMENTS {
             return;
         }
-        let local = groups
-            .iter()
-            .position(|g| g.cpus.contains(b.dst_cpu as usize))
-            .unwrap_or(0);
         self.out.disagreements.push(Disagreement {
             t_ns: self.folded_ns,
             level: key,
@@ -369,20 +375,7 @@ impl Validator {
             kernel_imbalance: b.imbalance,
             model_imbalance: d.imbalance,
             model_migration_type: d.migration_type,
-            groups: groups
-                .iter()
-                .map(|g| {
-                    serde_json::json!({
-                        "cpus": g.cpus.to_string(),
-                        "group_type": g.group_type.name(),
-                        "nr_running": g.nr_running,
-                        "idle_cpus": g.idle_cpus,
-                        "util": g.util,
-                        "load": g.load,
-                        "capacity": g.capacity,
-                    })
-                })
-                .collect(),
+            groups,
             local_group: local,
             busiest_group: d.busiest,
         });

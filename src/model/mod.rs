@@ -135,6 +135,19 @@ impl CpuState {
     }
 }
 
+/// The model's answer for one balance pass ([`Model::decide_at`]).
+#[derive(Clone, Debug)]
+pub struct BalancePass {
+    /// Level index of the domain.
+    pub level: usize,
+    /// Index in `groups` of the group holding the pulling CPU.
+    pub local: usize,
+    /// Every group's statistics and type.
+    pub groups: Vec<GroupStats>,
+    /// Busiest group, imbalance and migration type.
+    pub decision: stats::Decision,
+}
+
 /// The longest wait for a busy CPU's tick to kick the nohz idle balancer (HZ=100).
 const NOHZ_KICK_MS: u64 = 10;
 
@@ -266,15 +279,14 @@ impl Model {
     /// The model's decision for one of the kernel's balance passes: `dst_cpu` pulling at its
     /// domain of `sd_weight` CPUs (the kernel's `sd->level` counts levels this topology may
     /// have dropped as degenerate, so the span weight names the domain) with idle type
-    /// `idle`, from the per-CPU state folded so far. Returns the level index, the groups'
-    /// statistics (the local one is the group holding `dst_cpu`) and the decision;
-    /// `None` when no domain around `dst_cpu` spans `sd_weight` CPUs.
+    /// `idle`, from the per-CPU state folded so far; `None` when no domain around `dst_cpu`
+    /// spans `sd_weight` CPUs.
     pub fn decide_at(
         &self,
         dst_cpu: u32,
         sd_weight: u32,
         idle: CpuIdleType,
-    ) -> Option<(usize, Vec<GroupStats>, stats::Decision)> {
+    ) -> Option<BalancePass> {
         let cpu = dst_cpu as usize;
         let level = (0..self.topo.levels.len()).find(|&l| {
             self.topo
@@ -283,8 +295,13 @@ impl Model {
         })?;
         let dom = &self.table.doms[self.table.index(&self.topo, level, cpu)?];
         let local = dom.group_of(cpu)?;
-        let (groups, d) = dom.decide(&self.samples(), local, idle != CpuIdleType::NotIdle);
-        Some((level, groups, d))
+        let (groups, decision) = dom.decide(&self.samples(), local, idle != CpuIdleType::NotIdle);
+        Some(BalancePass {
+            level,
+            local,
+            groups,
+            decision,
+        })
     }
 
     /// The report key of level `level`.

@@ -240,7 +240,7 @@ fn the_model_answers_the_kernels_question() {
     assert_eq!(d.groups.len(), 4);
     assert_eq!(d.local_group, 3);
     assert_eq!(d.busiest_group, Some(0));
-    assert_eq!(d.groups[0]["nr_running"], 3);
+    assert_eq!(d.groups[0].nr_running, 3);
 }
 
 #[test]
