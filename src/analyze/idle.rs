@@ -81,8 +81,8 @@ struct DomAcc {
     status_since: u64,
     /// This movable stretch was already reported overdue.
     flagged: bool,
-    /// The overdue limit, once asked for (a function of level and span only).
-    limit_ns: Option<u64>,
+    /// How long a movable stretch may last before it is overdue.
+    limit_ns: u64,
 }
 
 impl DomAcc {
@@ -117,7 +117,7 @@ pub struct IdleAccounting {
     dom_scratch: Vec<u32>,
     /// Indices in `doms` of the domains whose status is movable.
     movable: Vec<u32>,
-    /// No movable domain is overdue before this time (0: unknown, scan).
+    /// No movable domain is overdue before this time.
     next_due: u64,
 }
 
@@ -139,7 +139,9 @@ pub struct Overdue {
 
 impl IdleAccounting {
     /// Accounting for every domain of `topo`, with no CPU idle and no waiter.
-    pub fn new(topo: &Topology) -> IdleAccounting {
+    /// `limit(level, span)`: how long a movable stretch of that domain may last before
+    /// [`IdleAccounting::overdue`] reports it.
+    pub fn new(topo: &Topology, limit: impl Fn(usize, &CpuSet) -> u64) -> IdleAccounting {
         let mut all_cpus = topo.online.or(&CpuSet::first_n(topo.nr_cpus));
         let mut doms = Vec::new();
         for (li, level) in topo.levels.iter().enumerate() {
@@ -154,7 +156,7 @@ impl IdleAccounting {
                     pinned_ns: 0,
                     status_since: 0,
                     flagged: false,
-                    limit_ns: None,
+                    limit_ns: limit(li, &d.span),
                 });
             }
         }
@@ -283,8 +285,7 @@ impl IdleAccounting {
                 d.credit(t);
                 if status == WaitStatus::Movable {
                     self.movable.push(i as u32);
-                    // Its deadline, if its limit is known; else the next call scans.
-                    self.next_due = d.limit_ns.map_or(0, |l| self.next_due.min(t + l));
+                    self.next_due = self.next_due.min(t.saturating_add(d.limit_ns));
                 } else if d.status == WaitStatus::Movable {
                     self.movable.retain(|&m| m as usize != i);
                 }
@@ -347,10 +348,10 @@ impl IdleAccounting {
         }
     }
 
-    /// The movable domains whose stretch has lasted at least `limit(level, span)` ns at `t` and was
-    /// not reported yet; each stretch is reported once. `limit` must depend on its arguments
-    /// only: it is asked once per domain (this runs after every event).
-    pub fn overdue(&mut self, t: u64, limit: impl Fn(usize, &CpuSet) -> u64) -> Vec<Overdue> {
+    /// The movable domains whose stretch has lasted at least its domain's limit at `t` and was
+    /// not reported yet; each stretch is reported once. Runs after every event: it scans only
+    /// once the earliest deadline has come.
+    pub fn overdue(&mut self, t: u64) -> Vec<Overdue> {
         let mut out = Vec::new();
         if t < self.next_due {
             return out;
@@ -361,8 +362,7 @@ impl IdleAccounting {
             if d.flagged {
                 continue;
             }
-            let lim = *d.limit_ns.get_or_insert_with(|| limit(d.level, &d.span));
-            let due = d.status_since.saturating_add(lim);
+            let due = d.status_since.saturating_add(d.limit_ns);
             if t < due {
                 next_due = next_due.min(due);
                 continue;

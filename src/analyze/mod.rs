@@ -122,8 +122,9 @@ impl Analyzer {
             }
         }
         let nr = all_cpus.iter().last().map_or(0, |c| c + 1);
+        let model = Model::new(&topology, config.model.clone());
         Analyzer {
-            idle: IdleAccounting::new(&topology),
+            idle: IdleAccounting::new(&topology, |level, span| model.missed_pull_ns(level, span)),
             migrations: MigrationCounter::new(topology.levels.len()),
             latency: LatencyCollector::default(),
             interval_ns: config.interval_ns.max(1),
@@ -137,7 +138,7 @@ impl Analyzer {
             lost: 0,
             lost_by_cpu: BTreeMap::new(),
             lost_total: 0,
-            model: Model::new(&topology, config.model.clone()),
+            model,
             topo: topology,
             config,
         }
@@ -209,11 +210,7 @@ impl Analyzer {
     /// Hands the model every idle-while-waiting stretch that outlasted its domain's balance
     /// interval, with some of the tasks waiting there.
     fn check_missed_pulls(&mut self, t: u64) {
-        let model = &self.model;
-        let overdue = self
-            .idle
-            .overdue(t, |level, span| model.missed_pull_ns(level, span));
-        for o in overdue {
+        for o in self.idle.overdue(t) {
             let mut pids: Vec<Pid> = self
                 .tasks
                 .iter()
