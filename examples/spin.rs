@@ -10,10 +10,18 @@
 //! sharing memory on that node and pulls them toward it, against the load balancer (the
 //! uneven spread of a job's threads over nodes).
 //!
+//! With `--step-ms`, the workers are a bulk-synchronous job (an OpenMP loop, a build's
+//! parallel phase): each step is a fixed amount of CPU time, then every worker waits at a
+//! barrier for the others. A worker that shares its CPU with another task needs twice the wall
+//! time for its step, and every other worker idles at the barrier meanwhile: the cost of a
+//! job's thread left behind a busy CPU (the group-imbalance case) shows as fewer steps.
+//!
 //! Output: `ready pid=<PID> tids=<main>,<workers...>`, then
 //! `done tids=<...> threads=<N> duration_ms=<D> elapsed_ms=<E> iters=<i1>,<i2>,... total_iters=<sum>`
 //! where `iters` lists each worker's busy-loop iterations (one iteration is one step of an
-//! arithmetic generator) in the order of the worker tids.
+//! arithmetic generator) in the order of the worker tids; with `--step-ms` the line ends with
+//! `steps=<S> barrier_wait_ms=<w1>,<w2>,...`, the steps completed and each worker's time
+//! blocked at the barrier.
 
 mod common;
 
@@ -21,7 +29,7 @@ use anyhow::Result;
 use clap::Parser;
 use common::{Common, CpuList, Crew};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Run N busy-looping threads for a fixed time (CPU-bound load; pinned to one CPU, run-queue
@@ -55,8 +63,90 @@ struct Cli {
     #[arg(long, value_name = "MIB")]
     touch_mb: Option<usize>,
 
+    /// Bulk-synchronous job: each worker spins for this much of its own CPU time, then waits
+    /// at a barrier for all the others, step after step, until the duration is over
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..),
+          conflicts_with_all = ["unpin_after_ms", "touch_mb"])]
+    step_ms: Option<u64>,
+
     #[command(flatten)]
     common: Common,
+}
+
+/// The CPU time the calling thread has used.
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// A reusable barrier whose last arrival decides, for everyone, whether another step starts:
+/// all workers leave a step together and agree on the number of steps.
+struct Steps {
+    state: Mutex<StepState>,
+    turn: Condvar,
+    parties: usize,
+}
+
+#[derive(Default)]
+struct StepState {
+    arrived: usize,
+    generation: u64,
+    stop: bool,
+}
+
+impl Steps {
+    fn new(parties: usize) -> Self {
+        Steps {
+            state: Mutex::new(StepState::default()),
+            turn: Condvar::new(),
+            parties,
+        }
+    }
+
+    /// Waits for every worker; true when another step follows.
+    fn wait(&self, deadline: Instant) -> bool {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.arrived += 1;
+        if s.arrived == self.parties {
+            s.arrived = 0;
+            s.generation += 1;
+            s.stop = Instant::now() >= deadline;
+            self.turn.notify_all();
+            return !s.stop;
+        }
+        let generation = s.generation;
+        while s.generation == generation {
+            s = self.turn.wait(s).unwrap_or_else(PoisonError::into_inner);
+        }
+        !s.stop
+    }
+}
+
+/// One worker of the bulk-synchronous job: (iterations, steps, time blocked at the barrier).
+fn stepped(steps: &Steps, step: Duration, until: Instant) -> (u64, u64, Duration) {
+    let (mut iters, mut done, mut blocked) = (0u64, 0u64, Duration::ZERO);
+    loop {
+        let end = thread_cpu_time() + step;
+        let mut x = 1u64;
+        while thread_cpu_time() < end {
+            for _ in 0..256 {
+                x = common::spin_step(x);
+            }
+            iters += 256;
+        }
+        done += 1;
+        let t = Instant::now();
+        let more = steps.wait(until);
+        blocked += t.elapsed();
+        if !more {
+            return (iters, done, blocked);
+        }
+    }
 }
 
 /// One pass over `buf` from offset `seed`: one write per 4 KiB page, so every page is touched
@@ -95,10 +185,16 @@ fn main() -> Result<()> {
         }
         (None, _) => Vec::new(),
     });
+    let steps = Arc::new(Steps::new(cli.threads));
+    let step = cli.step_ms.map(Duration::from_millis);
     for w in 0..cli.threads {
         let all = all.clone();
         let buf = buf.clone();
+        let steps = steps.clone();
         workers.push(crew.spawn(cli.pin.as_ref(), move |start: Instant| {
+            if let Some(step) = step {
+                return stepped(&steps, step, start + duration);
+            }
             let mut iters = 0;
             let work = |until: Instant| {
                 if buf.is_empty() {
@@ -116,17 +212,17 @@ fn main() -> Result<()> {
                     eprintln!("spin: {e:#}");
                 }
             }
-            iters + work(start + duration)
+            (iters + work(start + duration), 0, Duration::ZERO)
         })?);
     }
     let start = crew.start(cli.common.gate)?;
     let iters = workers
         .into_iter()
         .map(common::join)
-        .collect::<Result<Vec<u64>>>()?;
+        .collect::<Result<Vec<(u64, u64, Duration)>>>()?;
     let elapsed = start.elapsed();
-    let list: Vec<String> = iters.iter().map(|i| i.to_string()).collect();
-    let summary = format!(
+    let list: Vec<String> = iters.iter().map(|i| i.0.to_string()).collect();
+    let mut summary = format!(
         "threads={} duration_ms={} elapsed_ms={} iters={} total_iters={}",
         cli.threads,
         cli.duration_ms,
@@ -136,7 +232,15 @@ fn main() -> Result<()> {
         } else {
             list.join(",")
         },
-        iters.iter().sum::<u64>()
+        iters.iter().map(|i| i.0).sum::<u64>()
     );
+    if cli.step_ms.is_some() {
+        let waits: Vec<String> = iters.iter().map(|i| common::ms(i.2)).collect();
+        summary.push_str(&format!(
+            " steps={} barrier_wait_ms={}",
+            iters.first().map_or(0, |i| i.1),
+            waits.join(",")
+        ));
+    }
     common::finish(crew.tids(), &summary, cli.common.hold)
 }

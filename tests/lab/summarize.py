@@ -70,6 +70,13 @@ def summarize(a):
            "runqlat_p99_us": None, "balance_events": 0, "balance_levels": {},
            "recording": a.recording, "boot_s": round(float(a.boot_s), 1)}
     ok = True
+    # The workload generators print `done ...` when they finish, and clap's `error: ...` when
+    # they refuse their arguments: a scenario whose workload did not run proves nothing.
+    scen = re.sub(r"\x1b\[[0-9;]*m", "", between(text, "SCENARIO") or "")
+    errors = [l for l in scen.splitlines() if re.match(r"(error|\S+: )", l) and "done " not in l]
+    if not re.search(r"^done ", scen, re.M) or errors:
+        fail(a, f"the workload did not run as set: {(errors or ['no done line'])[0][:200]}")
+        ok = False
     if not out["balancer_hooks"]:
         fail(a, f"fentry/{EXPECTED_HOOK.get(a.kernel)} did not load (loaded: {loaded or 'none'})")
         ok = False
