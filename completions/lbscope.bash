@@ -111,7 +111,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__diff)
-            opts="-i -p -h --interval --json --tui --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --max-findings --help"
+            opts="-i -p -h --interval --json --tui --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -158,6 +158,10 @@ _lbscope() {
                     return 0
                     ;;
                 --spread-min-threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spread-hold-ms)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -419,7 +423,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__replay)
-            opts="-i -p -h --interval --speed --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --max-findings --help"
+            opts="-i -p -h --interval --speed --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -473,6 +477,10 @@ _lbscope() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --spread-hold-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --max-findings)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -485,7 +493,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__report)
-            opts="-o -i -c -p -h --output --interval --count --json --synthetic --synthetic-events --synthetic-rate --validate --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
+            opts="-o -i -c -p -h --output --interval --count --json --synthetic --synthetic-events --synthetic-rate --validate --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -563,6 +571,10 @@ _lbscope() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --spread-hold-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --max-findings)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -587,7 +599,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__top)
-            opts="-i -p -h --interval --demo --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
+            opts="-i -p -h --interval --demo --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -634,6 +646,10 @@ _lbscope() {
                     return 0
                     ;;
                 --spread-min-threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spread-hold-ms)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

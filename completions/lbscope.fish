@@ -50,6 +50,7 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l ping-pong-ms 
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l churn-per-s -d 'churn: migrations per second into one domain above which it is judged' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l spread-ratio -d 'uneven_spread: the fullest node or LLC must hold more than this many times the emptiest one\'s threads' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l spread-min-threads -d 'uneven_spread: processes with fewer running threads are not judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l spread-hold-ms -d 'uneven_spread: how long a process must stay uneven (sampled every 20 ms) before it is reported; a spread still uneven at an interval\'s end is reported then too' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l max-findings -d 'Finding details kept per interval (all are counted by kind)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l ringbuf-mb -d 'Ring buffer size in MiB (a power of two). Larger loses fewer events under bursts' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l ringbuf-kb -d 'Ring buffer size in KiB instead (a power of two, at least 4): a tiny buffer shows how lost events are counted and marked' -r
@@ -68,6 +69,7 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l ping-pong-ms -d 
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l churn-per-s -d 'churn: migrations per second into one domain above which it is judged' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l spread-ratio -d 'uneven_spread: the fullest node or LLC must hold more than this many times the emptiest one\'s threads' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l spread-min-threads -d 'uneven_spread: processes with fewer running threads are not judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l spread-hold-ms -d 'uneven_spread: how long a process must stay uneven (sampled every 20 ms) before it is reported; a spread still uneven at an interval\'s end is reported then too' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l max-findings -d 'Finding details kept per interval (all are counted by kind)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l ringbuf-mb -d 'Ring buffer size in MiB (a power of two). Larger loses fewer events under bursts' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l ringbuf-kb -d 'Ring buffer size in KiB instead (a power of two, at least 4): a tiny buffer shows how lost events are counted and marked' -r
@@ -86,6 +88,7 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l ping-pong-ms 
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l churn-per-s -d 'churn: migrations per second into one domain above which it is judged' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l spread-ratio -d 'uneven_spread: the fullest node or LLC must hold more than this many times the emptiest one\'s threads' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l spread-min-threads -d 'uneven_spread: processes with fewer running threads are not judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l spread-hold-ms -d 'uneven_spread: how long a process must stay uneven (sampled every 20 ms) before it is reported; a spread still uneven at an interval\'s end is reported then too' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l max-findings -d 'Finding details kept per interval (all are counted by kind)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -s h -l help -d 'Print help'
 complete -c lbscope -n "__fish_lbscope_using_subcommand record" -s o -l output -d 'The recording to write (created 0600; an existing file is replaced, a symlink refused)' -r -F
@@ -106,6 +109,7 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l ping-pong-ms -d
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l churn-per-s -d 'churn: migrations per second into one domain above which it is judged' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l spread-ratio -d 'uneven_spread: the fullest node or LLC must hold more than this many times the emptiest one\'s threads' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l spread-min-threads -d 'uneven_spread: processes with fewer running threads are not judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l spread-hold-ms -d 'uneven_spread: how long a process must stay uneven (sampled every 20 ms) before it is reported; a spread still uneven at an interval\'s end is reported then too' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l max-findings -d 'Finding details kept per interval (all are counted by kind)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l json -d 'The comparison as one JSON object'
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l tui -d 'Show the comparison in the TUI (rows and histograms side by side)'

@@ -13,7 +13,7 @@ busy_wakeup\n    a wakeup queued a task on a busy CPU while its LLC had an idle 
 harmful_migration\n    a balancer move widened the imbalance of its two groups, or left its own NUMA node idle\n\
 ping_pong\n    a task moved A -> B -> A within --ping-pong-ms\n\
 churn\n    a domain moved more than --churn-per-s tasks a second while its imbalance did not fall\n\
-uneven_spread\n    one process's threads sat unevenly over NUMA nodes (or LLCs) while capacity was free"
+uneven_spread\n    one process's threads sat unevenly over NUMA nodes (or LLCs) for --spread-hold-ms while capacity was free"
     };
 }
 
@@ -228,6 +228,10 @@ pub struct ModelArgs {
     /// uneven_spread: processes with fewer running threads are not judged.
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub spread_min_threads: u32,
+    /// uneven_spread: how long a process must stay uneven (sampled every 20 ms) before it is
+    /// reported; a spread still uneven at an interval's end is reported then too.
+    #[arg(long, value_name = "MS", default_value_t = 100)]
+    pub spread_hold_ms: u64,
     /// Finding details kept per interval (all are counted by kind).
     #[arg(long, value_name = "N", default_value_t = 50)]
     pub max_findings: usize,
@@ -252,6 +256,7 @@ impl ModelArgs {
             churn_per_s: self.churn_per_s,
             spread_ratio_pct: (self.spread_ratio.max(0.0) * 100.0) as u64,
             spread_min_threads: self.spread_min_threads,
+            spread_hold_ns: self.spread_hold_ms.saturating_mul(1_000_000),
             max_findings: self.max_findings,
         }
     }

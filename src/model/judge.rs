@@ -1,9 +1,9 @@
 //! The findings judged from the model's state at a migration (harmful_migration) and at an
-//! interval close (churn, uneven_spread): the rules of each, with the numbers they keep as
+//! interval close (churn): the rules of each, with the numbers they keep as
 //! evidence. Reads the model's per-CPU and per-task state; changes only its finding log.
 
 use super::findings;
-use super::stats::{self, CAPACITY_SCALE};
+use super::stats::CAPACITY_SCALE;
 use super::{DomainView, Finding, FindingKind, Model};
 use crate::cpuset::CpuSet;
 use crate::event::{Pid, Reason};
@@ -141,90 +141,5 @@ impl Model {
                 v.level, v.span, v.imbalance
             ),
         });
-    }
-
-    /// uneven_spread over NUMA nodes, or over LLCs on a single-node machine.
-    pub(super) fn uneven_spread(&mut self, t: u64) {
-        let buckets: Vec<CpuSet> = if self
-            .topo
-            .numa_nodes
-            .iter()
-            .filter(|n| !n.is_empty())
-            .count()
-            > 1
-        {
-            self.topo
-                .numa_nodes
-                .iter()
-                .filter(|n| !n.is_empty())
-                .copied()
-                .collect()
-        } else if let Some(l) = self
-            .llc_level
-            .filter(|&l| self.topo.levels[l].domains.len() > 1)
-        {
-            self.topo.levels[l].domains.iter().map(|d| d.span).collect()
-        } else {
-            return;
-        };
-        let by = if self.topo.numa_nodes.len() > 1 {
-            "node"
-        } else {
-            "llc"
-        };
-        for (tgid, hist) in self.tasks.spread(&buckets) {
-            let total: u64 = hist.iter().sum();
-            if total < u64::from(self.config.spread_min_threads) {
-                continue;
-            }
-            let (imax, &max) = hist
-                .iter()
-                .enumerate()
-                .max_by_key(|(i, &n)| (n, std::cmp::Reverse(*i)))
-                .unwrap_or((0, &0));
-            let (imin, &min) = hist
-                .iter()
-                .enumerate()
-                .min_by_key(|(i, &n)| (n, *i))
-                .unwrap_or((0, &0));
-            let free = buckets[imin].iter().any(|c| self.known_idle(c));
-            let uneven = max - min > stats::NUMA_IMBALANCE_MIN
-                && max * 100 > self.config.spread_ratio_pct * min
-                && (min as usize) < buckets[imin].len()
-                && free;
-            if !uneven {
-                continue;
-            }
-            if self.log.counted_only(FindingKind::UnevenSpread) {
-                continue;
-            }
-            let hist_s: Vec<String> = hist.iter().map(u64::to_string).collect();
-            let evidence = [
-                ("tgid", json!(tgid)),
-                ("by", json!(by)),
-                (
-                    "buckets",
-                    json!(buckets.iter().map(CpuSet::to_string).collect::<Vec<_>>()),
-                ),
-                ("threads", json!(hist)),
-                ("ratio_pct", json!(self.config.spread_ratio_pct)),
-            ];
-            self.log.add(Finding {
-                kind: FindingKind::UnevenSpread,
-                t_ns: t,
-                level: None,
-                span: None,
-                cpus: buckets[imin].iter().map(|c| c as u32).collect(),
-                pids: vec![tgid],
-                evidence: findings::evidence(evidence),
-                text: format!(
-                    "process {tgid} holds {} threads per {by} ({max} on CPUs {} vs {min} on {}, \
-                     which has an idle CPU)",
-                    hist_s.join("/"),
-                    buckets[imax],
-                    buckets[imin]
-                ),
-            });
-        }
     }
 }

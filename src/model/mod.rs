@@ -19,6 +19,7 @@
 pub mod domains;
 pub mod findings;
 mod judge;
+mod spread;
 pub mod stats;
 mod task;
 #[cfg(test)]
@@ -53,6 +54,9 @@ pub struct ModelConfig {
     pub spread_ratio_pct: u64,
     /// uneven_spread: processes with fewer threads than this are not judged.
     pub spread_min_threads: u32,
+    /// uneven_spread: how long (ns of event time) a process must stay uneven on every sample
+    /// before it is reported (it is also judged at each interval's close).
+    pub spread_hold_ns: u64,
     /// Finding details kept per interval (all are counted).
     pub max_findings: usize,
 }
@@ -66,6 +70,7 @@ impl Default for ModelConfig {
             churn_per_s: 200,
             spread_ratio_pct: 200,
             spread_min_threads: 4,
+            spread_hold_ns: 100_000_000,
             max_findings: 50,
         }
     }
@@ -166,6 +171,8 @@ pub struct Model {
     prev_imbalance: Vec<u64>,
     /// The highest level sharing the LLC (the wakeup scan's scope), if any.
     llc_level: Option<usize>,
+    /// uneven_spread's samples.
+    spread: spread::SpreadWatch,
 }
 
 impl Model {
@@ -187,6 +194,7 @@ impl Model {
             moves: vec![0; n],
             prev_imbalance: vec![0; n],
             llc_level,
+            spread: Default::default(),
         }
     }
 
@@ -216,6 +224,7 @@ impl Model {
     /// (busy_wakeup, harmful_migration, ping_pong).
     pub fn push(&mut self, ev: &Event) {
         let (t, cpu) = (ev.ts_ns, ev.cpu);
+        self.spread_tick(t);
         match &ev.kind {
             EventKind::Switch { next_pid, .. } => {
                 if let Some(c) = self.cpu_mut(cpu) {

@@ -7,6 +7,16 @@ use std::time::Duration;
 
 /// Records while `wl` runs, then returns every JSON snapshot of `report FILE --json`.
 fn record_scenario(name: &str, wl: std::process::Command) -> (Vec<serde_json::Value>, Vec<u32>) {
+    record_scenario_with(name, wl, |_| {})
+}
+
+/// [`record_scenario`], calling `prepare` with the workload's pid once its threads exist,
+/// before they start.
+fn record_scenario_with(
+    name: &str,
+    wl: std::process::Command,
+    prepare: impl FnOnce(u32),
+) -> (Vec<serde_json::Value>, Vec<u32>) {
     let file = format!(
         "{}/lbscope-model-{name}-{}.lbs",
         std::env::temp_dir().display(),
@@ -21,6 +31,7 @@ fn record_scenario(name: &str, wl: std::process::Command) -> (Vec<serde_json::Va
         Duration::from_millis(300),
     );
     let mut w = Workload::start(wl);
+    prepare(w.pid);
     w.go_and_wait(Duration::from_secs(30));
     let tids = w.tids.clone();
     let (ok, _, err) = t.interrupt();
@@ -144,4 +155,53 @@ fn wakeup_storm_raises_busy_wakeups() {
         .is_some_and(|a| !a.is_empty()));
     assert!(f["text"].as_str().unwrap().contains("woke onto CPU"));
     assert!(count(&snaps, "busy_wakeup") >= mine.len() as u64);
+}
+
+#[test]
+fn bulk_synchronous_job_beside_a_hog_raises_findings() {
+    let Some(_g) = live_guard() else { return };
+    // A bulk-synchronous job (a thread per CPU, a barrier every 5 ms of CPU) beside a CPU
+    // hog: the job thread sharing a CPU with the hog holds the other at the barrier, and the
+    // job's wakeups find the hog's CPU busy. (The lab's group-imbalance runs it with the job
+    // and the hogs in two cgroups on multi-node machines; on this 2-CPU host, cgroup fairness
+    // gives the hog a CPU of its own and the job the other, which is fair and raises nothing.)
+    let mut wl = example("spin");
+    wl.args(["--threads", "2", "--step-ms", "5", "--duration-ms", "2000"]);
+    let mut hog = None;
+    let (snaps, tids) = record_scenario_with("bsp", wl, |_| {
+        let mut h = example("spin");
+        h.args([
+            "--comm",
+            "lbscope-hog",
+            "--threads",
+            "1",
+            "--duration-ms",
+            "2000",
+        ]);
+        hog = Some(
+            h.stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("hog starts"),
+        );
+    });
+    let status = hog.expect("hog started").wait().expect("hog exits");
+    assert!(status.success(), "the hog ran: {status}");
+    let workers = &tids[1..];
+    let mine: u64 = ["busy_wakeup", "missed_pull"]
+        .iter()
+        .map(|k| {
+            findings(&snaps, k)
+                .into_iter()
+                .filter(|f| involves(f, workers))
+                .count() as u64
+        })
+        .sum();
+    assert!(
+        mine > 0,
+        "busy_wakeup or missed_pull of the job's threads: {:?}",
+        snaps
+            .iter()
+            .map(|s| &s["findings_by_kind"])
+            .collect::<Vec<_>>()
+    );
 }

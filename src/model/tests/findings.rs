@@ -325,6 +325,43 @@ fn uneven_spread_over_nodes_with_room() {
     assert_eq!(count(&one(topo3(), &evs), FindingKind::UnevenSpread), 0);
 }
 
+/// Process 100 holds five threads on node 0 and one on node 1 (CPU 7 idle) from 10 ns;
+/// at `even_at` ns two of them move to node 1 (3/3). Events tick every 10 ms to 300 ms.
+fn spread_until(even_at: u64) -> Snapshot {
+    let mut evs = vec![switch(0, 7, 0, 1, 0)];
+    for (i, cpu) in [0u32, 1, 2, 3, 0, 4].iter().enumerate() {
+        let pid = 100 + i as u32;
+        evs.push(task(0, pid, 100, "job"));
+        evs.push(switch(10 + i as u64, *cpu, 0, 0, pid));
+    }
+    for t in (10..=300).step_by(10) {
+        let t = t * MS;
+        if (t..t + 10 * MS).contains(&even_at) {
+            evs.push(migrate(even_at, 103, 3, 5, Reason::PeriodicBalance));
+            evs.push(switch(even_at + 1, 5, 0, 0, 103));
+            evs.push(migrate(even_at + 2, 104, 0, 6, Reason::PeriodicBalance));
+            evs.push(switch(even_at + 3, 6, 0, 0, 104));
+        }
+        evs.push(nr(t, 7, 0));
+    }
+    one(topo3(), &evs)
+}
+
+#[test]
+fn uneven_spread_held_within_the_interval_is_reported_once() {
+    // Uneven from the first sample (20 ms) to 200 ms, even at the close: reported at the
+    // sample where it had held 100 ms, with the spread it held.
+    let s = spread_until(200 * MS);
+    assert_eq!(count(&s, FindingKind::UnevenSpread), 1, "{:?}", s.findings);
+    let f = &s.findings[0];
+    assert_eq!(f.evidence["threads"], serde_json::json!([5, 1]));
+    assert_eq!(f.evidence["held_ms"], 100);
+    assert_eq!(f.t_ns, 120 * MS);
+    assert!(f.text.ends_with("for 100 ms"), "{}", f.text);
+    // Evened after 70 ms: the balancer fixed it in time, and the close sees it even.
+    assert_eq!(count(&spread_until(90 * MS), FindingKind::UnevenSpread), 0);
+}
+
 #[test]
 fn details_are_capped_but_all_counted() {
     let mut a = Analyzer::new(

@@ -1,0 +1,192 @@
+//! uneven_spread: one process's threads sitting unevenly over NUMA nodes (or over LLCs on a
+//! single-node machine) while the emptiest of them has an idle CPU.
+//!
+//! A spread seen only at the interval's close says little: the balancer may even it out a
+//! tick later, or may have evened it just before the close after holding it for most of the
+//! interval. So the spread is also sampled every [`SAMPLE_NS`] of event time, and a process
+//! found uneven on every sample for `spread_hold_ns` is reported then, with the spread it held
+//! and for how long. A process uneven at the close and not reported yet this interval is
+//! reported at the close, as a snapshot.
+//!
+//! Invariants: `runs` holds exactly the processes found uneven at the latest sample, each
+//! with the time of the first sample of its unbroken run; a process is reported at most once
+//! per interval.
+
+use super::findings;
+use super::stats;
+use super::{Finding, FindingKind, Model};
+use crate::cpuset::CpuSet;
+use crate::event::Pid;
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// How often the spread is sampled, in event time.
+pub const SAMPLE_NS: u64 = 20_000_000;
+
+/// The sampling state of the uneven_spread judge.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SpreadWatch {
+    /// Event time of the next sample; 0 before the first event.
+    next_ns: u64,
+    /// Processes uneven at the latest sample: since when (first sample of the run).
+    runs: BTreeMap<Pid, u64>,
+    /// Processes already reported this interval.
+    reported: BTreeSet<Pid>,
+}
+
+/// One process found uneven.
+struct Uneven {
+    tgid: Pid,
+    threads: Vec<u64>,
+    fullest: usize,
+    emptiest: usize,
+}
+
+impl Model {
+    /// Samples the spread when `t` reaches the next sample time.
+    pub(super) fn spread_tick(&mut self, t: u64) {
+        if self.spread.next_ns == 0 {
+            self.spread.next_ns = t.saturating_add(SAMPLE_NS);
+        } else if t >= self.spread.next_ns {
+            self.spread.next_ns = t.saturating_add(SAMPLE_NS);
+            self.spread_sample(t);
+        }
+    }
+
+    /// The buckets the spread is judged over: NUMA nodes, or LLCs on a single-node machine
+    /// with several; with the bucket's name.
+    fn spread_buckets(&self) -> Option<(Vec<CpuSet>, &'static str)> {
+        let nodes: Vec<CpuSet> = self
+            .topo
+            .numa_nodes
+            .iter()
+            .filter(|n| !n.is_empty())
+            .copied()
+            .collect();
+        if nodes.len() > 1 {
+            return Some((nodes, "node"));
+        }
+        let l = self
+            .llc_level
+            .filter(|&l| self.topo.levels[l].domains.len() > 1)?;
+        Some((
+            self.topo.levels[l].domains.iter().map(|d| d.span).collect(),
+            "llc",
+        ))
+    }
+
+    /// Every process whose threads sit unevenly over `buckets` now.
+    fn uneven_now(&self, buckets: &[CpuSet]) -> Vec<Uneven> {
+        let mut out = Vec::new();
+        for (tgid, hist) in self.tasks.spread(buckets) {
+            let total: u64 = hist.iter().sum();
+            if total < u64::from(self.config.spread_min_threads) {
+                continue;
+            }
+            let (fullest, &max) = hist
+                .iter()
+                .enumerate()
+                .max_by_key(|(i, &n)| (n, std::cmp::Reverse(*i)))
+                .unwrap_or((0, &0));
+            let (emptiest, &min) = hist
+                .iter()
+                .enumerate()
+                .min_by_key(|(i, &n)| (n, *i))
+                .unwrap_or((0, &0));
+            let free = buckets[emptiest].iter().any(|c| self.known_idle(c));
+            if max - min > stats::NUMA_IMBALANCE_MIN
+                && max * 100 > self.config.spread_ratio_pct * min
+                && (min as usize) < buckets[emptiest].len()
+                && free
+            {
+                out.push(Uneven {
+                    tgid,
+                    threads: hist,
+                    fullest,
+                    emptiest,
+                });
+            }
+        }
+        out
+    }
+
+    /// One sample: extends or ends each process's uneven run, and reports the runs that
+    /// have held for `spread_hold_ns`.
+    fn spread_sample(&mut self, t: u64) {
+        let Some((buckets, by)) = self.spread_buckets() else {
+            return;
+        };
+        let now = self.uneven_now(&buckets);
+        let uneven: BTreeSet<Pid> = now.iter().map(|u| u.tgid).collect();
+        self.spread.runs.retain(|tgid, _| uneven.contains(tgid));
+        for u in now {
+            let since = *self.spread.runs.entry(u.tgid).or_insert(t);
+            let held = t - since;
+            if held >= self.config.spread_hold_ns && !self.spread.reported.contains(&u.tgid) {
+                self.report_spread(t, &buckets, by, &u, held);
+            }
+        }
+    }
+
+    /// At the interval close: reports every process uneven now and not reported yet this
+    /// interval, then opens the next interval.
+    pub(super) fn uneven_spread(&mut self, end: u64) {
+        if let Some((buckets, by)) = self.spread_buckets() {
+            for u in self.uneven_now(&buckets) {
+                if self.spread.reported.contains(&u.tgid) {
+                    continue;
+                }
+                let held = self
+                    .spread
+                    .runs
+                    .get(&u.tgid)
+                    .map_or(0, |&since| end.saturating_sub(since));
+                self.report_spread(end, &buckets, by, &u, held);
+            }
+        }
+        self.spread.reported.clear();
+    }
+
+    fn report_spread(&mut self, t: u64, buckets: &[CpuSet], by: &str, u: &Uneven, held: u64) {
+        self.spread.reported.insert(u.tgid);
+        if self.log.counted_only(FindingKind::UnevenSpread) {
+            return;
+        }
+        let hist_s: Vec<String> = u.threads.iter().map(u64::to_string).collect();
+        let (max, min) = (u.threads[u.fullest], u.threads[u.emptiest]);
+        let held_ms = held / 1_000_000;
+        let evidence = [
+            ("tgid", json!(u.tgid)),
+            ("by", json!(by)),
+            (
+                "buckets",
+                json!(buckets.iter().map(CpuSet::to_string).collect::<Vec<_>>()),
+            ),
+            ("threads", json!(u.threads)),
+            ("ratio_pct", json!(self.config.spread_ratio_pct)),
+            ("held_ms", json!(held_ms)),
+        ];
+        let held_s = if held_ms > 0 {
+            format!(" for {held_ms} ms")
+        } else {
+            String::new()
+        };
+        self.log.add(Finding {
+            kind: FindingKind::UnevenSpread,
+            t_ns: t,
+            level: None,
+            span: None,
+            cpus: buckets[u.emptiest].iter().map(|c| c as u32).collect(),
+            pids: vec![u.tgid],
+            evidence: findings::evidence(evidence),
+            text: format!(
+                "process {} holds {} threads per {by} ({max} on CPUs {} vs {min} on {}, \
+                 which has an idle CPU){held_s}",
+                u.tgid,
+                hist_s.join("/"),
+                buckets[u.fullest],
+                buckets[u.emptiest]
+            ),
+        });
+    }
+}
