@@ -5,8 +5,10 @@
  * the ring buffer could not take, per CPU.
  *
  * Every tracepoint has two entry points, tp_btf/<name> and raw_tp/<name>, sharing one handler
- * that reads kernel memory only through BPF_CORE_READ, so either attach type works; user space
- * autoloads one set (tp_btf first, raw_tp as the fallback).
+ * inlined into each with a constant `btf`: under tp_btf the arguments are typed kernel pointers
+ * and fields are read with plain loads (RD); under raw_tp they are plain numbers and every read
+ * goes through bpf_probe_read_kernel (BPF_CORE_READ), a helper call each. User space autoloads
+ * one set (tp_btf first, raw_tp as the fallback).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -15,6 +17,10 @@
 #include "lbscope.h"
 
 char LICENSE[] SEC("license") = "GPL";
+
+/* p->field, CO-RE relocated either way: a direct load where p is a BTF-typed pointer (tp_btf),
+ * a probe read where it is not (raw_tp). `btf` is a constant in every program. */
+#define RD(btf, p, field) ((btf) ? (p)->field : BPF_CORE_READ(p, field))
 
 #define SCHED_SOFTIRQ 7
 #define PF_KTHREAD 0x00200000
@@ -74,10 +80,13 @@ struct {
 	__type(value, struct known_task);
 } known SEC(".maps");
 
-/* Per-CPU context: inside SCHED_SOFTIRQ, and the pid the last switch on this CPU left. */
+/* Per-CPU context: inside SCHED_SOFTIRQ, the pid the last switch on this CPU left, and the
+ * records this CPU submitted (for submit()'s fill checks). */
 struct cpu_ctx {
 	__u32 in_sched_softirq;
 	__u32 last_prev_pid;
+	__u32 submits;
+	__u32 pad;
 };
 
 struct {
@@ -128,37 +137,51 @@ static __always_inline void *reserve(__u64 size, __u16 kind, __u64 ts)
 	return h;
 }
 
-/* Wake the consumer only when the buffer runs low; otherwise it drains on its own timer. */
+/* Records a CPU submits between two looks at the buffer's fill level. */
+#define FILL_CHECK_EVERY 32
+
+/*
+ * Wake the consumer only when the buffer runs low; otherwise it drains on its own timer.
+ * The fill level is looked at on every FILL_CHECK_EVERY-th record of a CPU, not on each: the
+ * records in between are far fewer than the free space that triggers the wakeup.
+ */
 static __always_inline void submit(void *rec)
 {
-	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	__u32 zero = 0;
+	struct cpu_ctx *c = bpf_map_lookup_elem(&cpuctx, &zero);
 	__u64 flags = BPF_RB_NO_WAKEUP;
 
-	if (ringbuf_size - avail < wakeup_below_free)
-		flags = BPF_RB_FORCE_WAKEUP;
+	if (!c || ++c->submits % FILL_CHECK_EVERY == 0) {
+		__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+
+		if (ringbuf_size - avail < wakeup_below_free)
+			flags = BPF_RB_FORCE_WAKEUP;
+	}
 	bpf_ringbuf_submit(rec, flags);
 }
 
-static __always_inline __u32 task_cpu_of(struct task_struct *p)
+static __always_inline __u32 task_cpu_of(const bool btf, struct task_struct *p)
 {
 	if (bpf_core_field_exists(p->thread_info.cpu))
-		return BPF_CORE_READ(p, thread_info.cpu);
-	return BPF_CORE_READ(p, wake_cpu);
+		return RD(btf, p, thread_info.cpu);
+	return RD(btf, p, wake_cpu);
 }
 
-static __always_inline long task_state_of(struct task_struct *p)
+static __always_inline long task_state_of(const bool btf, struct task_struct *p)
 {
 	struct task_struct___old {
 		long state;
 	} __attribute__((preserve_access_index)) *old = (void *)p;
 
 	if (bpf_core_field_exists(p->__state))
-		return BPF_CORE_READ(p, __state);
+		return RD(btf, p, __state);
 	return BPF_CORE_READ(old, state);
 }
 
-static __always_inline __u64 mask_hash_of(struct task_struct *p, __u64 *words)
+static __always_inline __u64 mask_hash_of(const bool btf, struct task_struct *p, __u64 *words)
 {
+	/* Through a probe read in both modes: the words are then read at a variable offset,
+	 * which a typed pointer does not allow. */
 	const struct cpumask *m = BPF_CORE_READ(p, cpus_ptr);
 	__u64 h = 1469598103934665603ULL;
 
@@ -188,7 +211,7 @@ static __always_inline void emit_task(__u64 ts, struct task_struct *p, __u32 pid
 	submit(e);
 }
 
-static __always_inline void emit_affinity(__u64 ts, struct task_struct *p, __u32 pid)
+static __always_inline void emit_affinity(const bool btf, __u64 ts, struct task_struct *p, __u32 pid)
 {
 	struct lbs_affinity *e = reserve(sizeof(*e), LBS_AFFINITY, ts);
 
@@ -197,7 +220,7 @@ static __always_inline void emit_affinity(__u64 ts, struct task_struct *p, __u32
 	e->pid = pid;
 	e->nr_words = mask_words;
 	__builtin_memset(e->mask, 0, sizeof(e->mask));
-	mask_hash_of(p, e->mask);
+	mask_hash_of(btf, p, e->mask);
 	submit(e);
 }
 
@@ -207,33 +230,34 @@ static __always_inline void emit_affinity(__u64 ts, struct task_struct *p, __u32
  * switches and wakes after sched_process_exit, and announcing it again would make user space
  * keep a task that is gone.
  */
-static __always_inline void note_task(__u64 ts, struct task_struct *p, bool check_mask)
+static __always_inline void note_task(const bool btf, __u64 ts, struct task_struct *p,
+				      bool check_mask)
 {
-	__u32 pid = BPF_CORE_READ(p, pid);
+	__u32 pid = RD(btf, p, pid);
 	struct known_task *k, nk = {};
 
-	if (!pid || (BPF_CORE_READ(p, flags) & PF_EXITING))
+	if (!pid || (RD(btf, p, flags) & PF_EXITING))
 		return;
 	k = bpf_map_lookup_elem(&known, &pid);
 	if (!k) {
-		nk.tgid = BPF_CORE_READ(p, tgid);
-		nk.mask_hash = mask_hash_of(p, NULL);
+		nk.tgid = RD(btf, p, tgid);
+		nk.mask_hash = mask_hash_of(btf, p, NULL);
 		bpf_map_update_elem(&known, &pid, &nk, BPF_ANY);
 		emit_task(ts, p, pid, nk.tgid, 0);
-		emit_affinity(ts, p, pid);
+		emit_affinity(btf, ts, p, pid);
 		return;
 	}
 	if (check_mask) {
-		__u64 h = mask_hash_of(p, NULL);
+		__u64 h = mask_hash_of(btf, p, NULL);
 
 		if (h != k->mask_hash) {
 			k->mask_hash = h;
-			emit_affinity(ts, p, pid);
+			emit_affinity(btf, ts, p, pid);
 		}
 	}
 }
 
-static __always_inline int h_switch(__u64 ts, __u64 *ctx)
+static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct task_struct *prev = (void *)ctx[1], *next = (void *)ctx[2];
 	struct lbs_switch *e;
@@ -242,15 +266,15 @@ static __always_inline int h_switch(__u64 ts, __u64 *ctx)
 	long state;
 
 	/* runqlat's definition: prev stays queued iff its state is TASK_RUNNING now. */
-	state = task_state_of(prev);
-	note_task(ts, next, false);
+	state = task_state_of(btf, prev);
+	note_task(btf, ts, next, false);
 	if (state == 0)
-		note_task(ts, prev, true);
+		note_task(btf, ts, prev, true);
 	e = reserve(sizeof(*e), LBS_SWITCH, ts);
 	if (!e)
 		return 0;
-	e->prev_pid = BPF_CORE_READ(prev, pid);
-	e->next_pid = BPF_CORE_READ(next, pid);
+	e->prev_pid = RD(btf, prev, pid);
+	e->next_pid = RD(btf, next, pid);
 	e->prev_state = (__u32)state;
 	c = bpf_map_lookup_elem(&cpuctx, &zero);
 	if (c)
@@ -259,46 +283,47 @@ static __always_inline int h_switch(__u64 ts, __u64 *ctx)
 	return 0;
 }
 
-static __always_inline int emit_wake(__u64 ts, struct task_struct *p, __u16 kind, __u32 a)
+static __always_inline int emit_wake(const bool btf, __u64 ts, struct task_struct *p, __u16 kind,
+				     __u32 a)
 {
 	struct lbs_wake *e = reserve(sizeof(*e), kind, ts);
 
 	if (!e)
 		return 0;
-	e->pid = BPF_CORE_READ(p, pid);
-	e->tgid = BPF_CORE_READ(p, tgid);
+	e->pid = RD(btf, p, pid);
+	e->tgid = RD(btf, p, tgid);
 	e->a = a;
 	submit(e);
 	return 0;
 }
 
-static __always_inline int h_waking(__u64 ts, __u64 *ctx)
+static __always_inline int h_waking(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
 
-	return emit_wake(ts, p, LBS_WAKING, task_cpu_of(p));
+	return emit_wake(btf, ts, p, LBS_WAKING, task_cpu_of(btf, p));
 }
 
-static __always_inline int h_wakeup(__u64 ts, __u64 *ctx)
+static __always_inline int h_wakeup(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
 
-	note_task(ts, p, true);
-	return emit_wake(ts, p, LBS_WAKEUP, task_cpu_of(p));
+	note_task(btf, ts, p, true);
+	return emit_wake(btf, ts, p, LBS_WAKEUP, task_cpu_of(btf, p));
 }
 
-static __always_inline int h_wakeup_new(__u64 ts, __u64 *ctx)
+static __always_inline int h_wakeup_new(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
 
-	note_task(ts, p, true);
-	return emit_wake(ts, p, LBS_WAKEUP_NEW, task_cpu_of(p));
+	note_task(btf, ts, p, true);
+	return emit_wake(btf, ts, p, LBS_WAKEUP_NEW, task_cpu_of(btf, p));
 }
 
-static __always_inline int h_migrate(__u64 ts, __u64 *ctx)
+static __always_inline int h_migrate(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
-	__u32 dst = (__u32)ctx[1], src = task_cpu_of(p);
+	__u32 dst = (__u32)ctx[1], src = task_cpu_of(btf, p);
 	struct task_struct *cur = (void *)bpf_get_current_task();
 	struct lbs_migrate *e;
 	__u32 zero = 0, flags = 0;
@@ -308,15 +333,15 @@ static __always_inline int h_migrate(__u64 ts, __u64 *ctx)
 	if (src == dst)
 		return 0;
 	/* A sleeping task's first sighting can be the move of its wakeup: name it first. */
-	note_task(ts, p, false);
+	note_task(btf, ts, p, false);
 	e = reserve(sizeof(*e), LBS_MIGRATE, ts);
 	if (!e)
 		return 0;
-	e->pid = BPF_CORE_READ(p, pid);
+	e->pid = RD(btf, p, pid);
 	e->src_cpu = src;
 	e->dst_cpu = dst;
 	e->stack_id = bpf_get_stackid(ctx, &stacks, 0);
-	e->policy = BPF_CORE_READ(p, policy);
+	e->policy = RD(btf, p, policy);
 	if (BPF_CORE_READ_BITFIELD_PROBED(p, in_execve))
 		flags |= LBS_MF_IN_EXECVE;
 	if ((BPF_CORE_READ(cur, flags) & PF_KTHREAD)) {
@@ -335,13 +360,14 @@ static __always_inline int h_migrate(__u64 ts, __u64 *ctx)
 	return 0;
 }
 
-static __always_inline int emit_rq(__u64 ts, struct rq *rq, __u16 kind, __u64 v0, __u64 v1, __u64 v2)
+static __always_inline int emit_rq(const bool btf, __u64 ts, struct rq *rq, __u16 kind, __u64 v0,
+				   __u64 v1, __u64 v2)
 {
 	struct lbs_rq *e = reserve(sizeof(*e), kind, ts);
 
 	if (!e)
 		return 0;
-	e->rq_cpu = BPF_CORE_READ(rq, cpu);
+	e->rq_cpu = RD(btf, rq, cpu);
 	e->v0 = v0;
 	e->v1 = v1;
 	e->v2 = v2;
@@ -349,11 +375,11 @@ static __always_inline int emit_rq(__u64 ts, struct rq *rq, __u16 kind, __u64 v0
 	return 0;
 }
 
-static __always_inline int h_nr_running(__u64 ts, __u64 *ctx)
+static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct rq *rq = (void *)ctx[0];
 
-	return emit_rq(ts, rq, LBS_NR_RUNNING, BPF_CORE_READ(rq, nr_running), 0, 0);
+	return emit_rq(btf, ts, rq, LBS_NR_RUNNING, RD(btf, rq, nr_running), 0, 0);
 }
 
 /* cfs_rq->avg.util_est before 6.9: a struct whose first member is `enqueued`. */
@@ -369,7 +395,7 @@ struct cfs_rq___old {
 };
 
 /* The root cfs_rq's estimated utilization (UTIL_AVG_UNCHANGED cleared), either layout. */
-static __always_inline __u32 cfs_util_est(struct cfs_rq *cfs)
+static __always_inline __u32 cfs_util_est(const bool btf, struct cfs_rq *cfs)
 {
 	struct cfs_rq___old *old = (void *)cfs;
 	__u32 est;
@@ -377,14 +403,14 @@ static __always_inline __u32 cfs_util_est(struct cfs_rq *cfs)
 	if (bpf_core_field_exists(old->avg.util_est.enqueued))
 		est = BPF_CORE_READ(old, avg.util_est.enqueued);
 	else
-		est = BPF_CORE_READ(cfs, avg.util_est);
+		est = RD(btf, cfs, avg.util_est);
 	return est & 0x7fffffff;
 }
 
-static __always_inline int h_pelt_cfs(__u64 ts, __u64 *ctx)
+static __always_inline int h_pelt_cfs(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct cfs_rq *cfs = (void *)ctx[0];
-	struct rq *rq = BPF_CORE_READ(cfs, rq);
+	struct rq *rq = RD(btf, cfs, rq);
 	struct rq_state *st;
 	__u32 cpu;
 	__u64 now;
@@ -392,7 +418,7 @@ static __always_inline int h_pelt_cfs(__u64 ts, __u64 *ctx)
 	/* Only the root cfs_rq of each CPU: &rq->cfs. */
 	if ((void *)cfs != (void *)rq + bpf_core_field_offset(struct rq, cfs))
 		return 0;
-	cpu = BPF_CORE_READ(rq, cpu);
+	cpu = RD(btf, rq, cpu);
 	st = bpf_map_lookup_elem(&rqstate, &cpu);
 	if (!st)
 		return 0;
@@ -401,26 +427,26 @@ static __always_inline int h_pelt_cfs(__u64 ts, __u64 *ctx)
 		return 0;
 	st->last_pelt_ts = now;
 	/* util_avg (at most 1024 << SCHED_CAPACITY_SHIFT) low, util_est high. */
-	return emit_rq(ts, rq, LBS_PELT, BPF_CORE_READ(cfs, avg.load_avg),
-		       BPF_CORE_READ(cfs, avg.runnable_avg),
-		       (BPF_CORE_READ(cfs, avg.util_avg) & 0xffffffff) |
-			       ((__u64)cfs_util_est(cfs) << 32));
+	return emit_rq(btf, ts, rq, LBS_PELT, RD(btf, cfs, avg.load_avg),
+		       RD(btf, cfs, avg.runnable_avg),
+		       (RD(btf, cfs, avg.util_avg) & 0xffffffff) |
+			       ((__u64)cfs_util_est(btf, cfs) << 32));
 }
 
-static __always_inline int h_capacity(__u64 ts, __u64 *ctx)
+static __always_inline int h_capacity(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct rq *rq = (void *)ctx[0];
-	__u32 cpu = BPF_CORE_READ(rq, cpu);
-	__u64 cap = BPF_CORE_READ(rq, cpu_capacity);
+	__u32 cpu = RD(btf, rq, cpu);
+	__u64 cap = RD(btf, rq, cpu_capacity);
 	struct rq_state *st = bpf_map_lookup_elem(&rqstate, &cpu);
 
 	if (!st || st->last_capacity == cap)
 		return 0;
 	st->last_capacity = cap;
-	return emit_rq(ts, rq, LBS_CAPACITY, cap, 0, 0);
+	return emit_rq(btf, ts, rq, LBS_CAPACITY, cap, 0, 0);
 }
 
-static __always_inline int h_softirq(__u64 ts, __u64 *ctx, bool entry)
+static __always_inline int h_softirq(const bool btf, __u64 ts, __u64 *ctx, bool entry)
 {
 	__u32 vec = (__u32)ctx[0], zero = 0;
 	struct lbs_softirq *e;
@@ -454,56 +480,56 @@ static __always_inline int h_softirq(__u64 ts, __u64 *ctx, bool entry)
 	return 0;
 }
 
-static __always_inline int emit_numa(__u64 ts, __u32 op, struct task_struct *src, __s32 src_cpu,
-				     struct task_struct *dst, __s32 dst_cpu)
+static __always_inline int emit_numa(const bool btf, __u64 ts, __u32 op, struct task_struct *src,
+				     __s32 src_cpu, struct task_struct *dst, __s32 dst_cpu)
 {
 	struct lbs_numa *e = reserve(sizeof(*e), LBS_NUMA, ts);
 
 	if (!e)
 		return 0;
 	e->op = op;
-	e->pid = BPF_CORE_READ(src, pid);
+	e->pid = RD(btf, src, pid);
 	e->src_cpu = src_cpu;
-	e->dst_pid = dst ? BPF_CORE_READ(dst, pid) : 0;
+	e->dst_pid = dst ? RD(btf, dst, pid) : 0;
 	e->dst_cpu = dst_cpu;
 	submit(e);
 	return 0;
 }
 
-static __always_inline int h_move_numa(__u64 ts, __u64 *ctx)
+static __always_inline int h_move_numa(const bool btf, __u64 ts, __u64 *ctx)
 {
-	return emit_numa(ts, LBS_NUMA_MOVE, (void *)ctx[0], (__s32)ctx[1], NULL, (__s32)ctx[2]);
+	return emit_numa(btf, ts, LBS_NUMA_MOVE, (void *)ctx[0], (__s32)ctx[1], NULL, (__s32)ctx[2]);
 }
 
-static __always_inline int h_swap_numa(__u64 ts, __u64 *ctx)
+static __always_inline int h_swap_numa(const bool btf, __u64 ts, __u64 *ctx)
 {
-	return emit_numa(ts, LBS_NUMA_SWAP, (void *)ctx[0], (__s32)ctx[1], (void *)ctx[2],
+	return emit_numa(btf, ts, LBS_NUMA_SWAP, (void *)ctx[0], (__s32)ctx[1], (void *)ctx[2],
 			 (__s32)ctx[3]);
 }
 
-static __always_inline int h_stick_numa(__u64 ts, __u64 *ctx)
+static __always_inline int h_stick_numa(const bool btf, __u64 ts, __u64 *ctx)
 {
-	return emit_numa(ts, LBS_NUMA_STICK, (void *)ctx[0], (__s32)ctx[1], (void *)ctx[2],
+	return emit_numa(btf, ts, LBS_NUMA_STICK, (void *)ctx[0], (__s32)ctx[1], (void *)ctx[2],
 			 (__s32)ctx[3]);
 }
 
-static __always_inline int h_exec(__u64 ts, __u64 *ctx)
+static __always_inline int h_exec(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
-	__u32 pid = BPF_CORE_READ(p, pid);
+	__u32 pid = RD(btf, p, pid);
 	struct known_task nk = {};
 
-	nk.tgid = BPF_CORE_READ(p, tgid);
-	nk.mask_hash = mask_hash_of(p, NULL);
+	nk.tgid = RD(btf, p, tgid);
+	nk.mask_hash = mask_hash_of(btf, p, NULL);
 	bpf_map_update_elem(&known, &pid, &nk, BPF_ANY);
 	emit_task(ts, p, pid, nk.tgid, 1);
 	return 0;
 }
 
-static __always_inline int h_exit(__u64 ts, __u64 *ctx)
+static __always_inline int h_exit(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
-	__u32 pid = BPF_CORE_READ(p, pid);
+	__u32 pid = RD(btf, p, pid);
 	struct lbs_task *e;
 
 	bpf_map_delete_elem(&known, &pid);
@@ -511,37 +537,40 @@ static __always_inline int h_exit(__u64 ts, __u64 *ctx)
 	if (!e)
 		return 0;
 	e->pid = pid;
-	e->tgid = BPF_CORE_READ(p, tgid);
+	e->tgid = RD(btf, p, tgid);
 	BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
 	submit(e);
 	return 0;
 }
 
-/* Two entry points per tracepoint; the Rust side autoloads one of each pair. */
+/* Two entry points per tracepoint, each with its own constant `btf`; the Rust side autoloads
+ * one of each pair. */
 #define LBS_TP(tp, handler)                                                                  \
 	SEC("tp_btf/" #tp) int btf_##tp(__u64 *ctx)                                          \
 	{                                                                                    \
 		__u64 ts = bpf_ktime_get_ns();                                               \
+		const bool btf = true;                                                       \
 		return handler;                                                              \
 	}                                                                                    \
 	SEC("raw_tp/" #tp) int raw_##tp(__u64 *ctx)                                          \
 	{                                                                                    \
 		__u64 ts = bpf_ktime_get_ns();                                               \
+		const bool btf = false;                                                      \
 		return handler;                                                              \
 	}
 
-LBS_TP(sched_switch, h_switch(ts, ctx))
-LBS_TP(sched_waking, h_waking(ts, ctx))
-LBS_TP(sched_wakeup, h_wakeup(ts, ctx))
-LBS_TP(sched_wakeup_new, h_wakeup_new(ts, ctx))
-LBS_TP(sched_migrate_task, h_migrate(ts, ctx))
-LBS_TP(sched_update_nr_running_tp, h_nr_running(ts, ctx))
-LBS_TP(pelt_cfs_tp, h_pelt_cfs(ts, ctx))
-LBS_TP(sched_cpu_capacity_tp, h_capacity(ts, ctx))
-LBS_TP(softirq_entry, h_softirq(ts, ctx, true))
-LBS_TP(softirq_exit, h_softirq(ts, ctx, false))
-LBS_TP(sched_move_numa, h_move_numa(ts, ctx))
-LBS_TP(sched_swap_numa, h_swap_numa(ts, ctx))
-LBS_TP(sched_stick_numa, h_stick_numa(ts, ctx))
-LBS_TP(sched_process_exec, h_exec(ts, ctx))
-LBS_TP(sched_process_exit, h_exit(ts, ctx))
+LBS_TP(sched_switch, h_switch(btf, ts, ctx))
+LBS_TP(sched_waking, h_waking(btf, ts, ctx))
+LBS_TP(sched_wakeup, h_wakeup(btf, ts, ctx))
+LBS_TP(sched_wakeup_new, h_wakeup_new(btf, ts, ctx))
+LBS_TP(sched_migrate_task, h_migrate(btf, ts, ctx))
+LBS_TP(sched_update_nr_running_tp, h_nr_running(btf, ts, ctx))
+LBS_TP(pelt_cfs_tp, h_pelt_cfs(btf, ts, ctx))
+LBS_TP(sched_cpu_capacity_tp, h_capacity(btf, ts, ctx))
+LBS_TP(softirq_entry, h_softirq(btf, ts, ctx, true))
+LBS_TP(softirq_exit, h_softirq(btf, ts, ctx, false))
+LBS_TP(sched_move_numa, h_move_numa(btf, ts, ctx))
+LBS_TP(sched_swap_numa, h_swap_numa(btf, ts, ctx))
+LBS_TP(sched_stick_numa, h_stick_numa(btf, ts, ctx))
+LBS_TP(sched_process_exec, h_exec(btf, ts, ctx))
+LBS_TP(sched_process_exit, h_exit(btf, ts, ctx))
