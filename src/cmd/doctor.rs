@@ -191,6 +191,7 @@ fn probe_bpf(v: &mut Vec<Check>) {
                         "absent in this kernel: the figures it feeds are not shown",
                     ),
                     ProbeState::Failed(e) => check(&format!("tracepoint {tp}"), "fail", e.clone()),
+                    ProbeState::NotNeeded => check(&format!("tracepoint {tp}"), "ok", "not needed"),
                 });
             }
             src.stop();

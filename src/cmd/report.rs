@@ -61,12 +61,21 @@ pub fn interval_ns(secs: f64) -> Result<u64, CmdError> {
 /// The live source's settings from the collection flags, checked (one place for `report`,
 /// `record` and `top`).
 #[cfg(feature = "bpf")]
+/// The live source's options; `recording` when the run writes a recording, which keeps
+/// every record (otherwise what only a recording reads is not traced at all).
 pub fn live_config(
     c: &crate::cli::CollectArgs,
+    recording: bool,
 ) -> Result<crate::source::live::LiveConfig, CmdError> {
+    let unneeded = if recording {
+        Vec::new()
+    } else {
+        crate::source::live::RECORDING_ONLY.to_vec()
+    };
     Ok(crate::source::live::LiveConfig {
         ringbuf_bytes: ringbuf_bytes(c)?,
         attach: c.attach,
+        unneeded,
         ..Default::default()
     })
 }
@@ -103,6 +112,7 @@ pub fn probe_names(r: &crate::source::live::ProbeReport) -> Vec<(String, String)
                 ProbeState::RawTp => "raw_tp".to_string(),
                 ProbeState::Missing => "missing".to_string(),
                 ProbeState::Failed(e) => format!("failed: {e}"),
+                ProbeState::NotNeeded => "not needed".to_string(),
             };
             (tp.clone(), k)
         })
@@ -308,7 +318,7 @@ fn run_file(args: &ReportArgs, path: &Path, interval_ns: u64) -> Result<(), CmdE
 #[cfg(feature = "bpf")]
 fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
     use crate::source::live::{clock, LiveSource, ProbeState};
-    let cfg = live_config(&args.collect)?;
+    let cfg = live_config(&args.collect, args.output.is_some())?;
     let topo = Topology::detect()?;
     let filter = build_filter(&args.filter, &topo, true)?;
     if let Some(o) = &args.output {

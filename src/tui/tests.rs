@@ -463,6 +463,11 @@ fn probe_mode_and_dates() {
         p(&[("sched_switch", "tp_btf"), ("pelt_cfs_tp", "missing")]),
         "tracepoints only (tp_btf; 1 of 2 attached)"
     );
+    // Left out because nothing in the run reads it (sched_waking without a recording).
+    assert_eq!(
+        p(&[("sched_switch", "tp_btf"), ("sched_waking", "not needed")]),
+        "tracepoints only (tp_btf; 1 of 1 attached)"
+    );
     assert!(p(&[
         ("sched_switch", "raw_tp"),
         ("fentry/sched_balance_rq", "loads")

@@ -75,7 +75,53 @@ fn report_of_a_recording_equals_the_live_report() {
             live,
             "report FILE == live report (json={json})"
         );
+        // A recording keeps what only a recording reads (wakings, for the Perfetto export).
+        let o = lbs(&["export", file.as_str(), "--jsonl", "-"]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert!(
+            text(&o.stdout).contains(r#""type":"waking""#),
+            "report -o records sched_waking"
+        );
     }
+}
+
+#[test]
+fn a_report_without_recording_leaves_out_what_only_a_recording_reads() {
+    let Some(_g) = live_guard() else { return };
+    let t = Tracer::start(
+        "lbscope",
+        {
+            let mut c = lbscope();
+            c.args(["report", "-i", "0.3"]);
+            c
+        },
+        Some("tracing"),
+        Duration::from_millis(500),
+    );
+    let (ok, _, err) = t.interrupt();
+    assert!(ok, "{err}");
+    let n = |e: &str| {
+        e.split("tracing ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or_else(|| panic!("no tracepoint count in {e}"))
+    };
+    let file = tmp("no-waking.lbs");
+    let t = Tracer::start(
+        "lbscope",
+        {
+            let mut c = lbscope();
+            c.args(["report", "-i", "0.3", "-o", &file]);
+            c
+        },
+        Some("tracing"),
+        Duration::from_millis(500),
+    );
+    let (ok, _, err_rec) = t.interrupt();
+    assert!(ok, "{err_rec}");
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(n(&err) + 1, n(&err_rec), "{err} / {err_rec}");
 }
 
 #[test]

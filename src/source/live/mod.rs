@@ -74,6 +74,9 @@ pub struct LiveConfig {
     pub poll_interval: Duration,
     /// Tracepoints to treat as absent (tests of the missing-tracepoint path).
     pub pretend_missing: Vec<String>,
+    /// Tracepoints whose records nothing in this run reads: not loaded, so they cost the
+    /// traced machine nothing ([`ProbeState::NotNeeded`]).
+    pub unneeded: Vec<&'static str>,
 }
 
 impl Default for LiveConfig {
@@ -86,9 +89,14 @@ impl Default for LiveConfig {
             pretend_missing: std::env::var("LBSCOPE_PRETEND_MISSING")
                 .map(|s| s.split(',').map(str::to_string).collect())
                 .unwrap_or_default(),
+            unneeded: Vec::new(),
         }
     }
 }
+
+/// What only a recording reads: `sched_waking` marks the start of a wakeup, which the
+/// Perfetto export draws; the analyzer and the model use the wakeup itself.
+pub const RECORDING_ONLY: &[&str] = &["sched_waking"];
 
 /// State of one tracepoint after loading.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,6 +110,8 @@ pub enum ProbeState {
     Missing,
     /// It exists but did not load or attach.
     Failed(String),
+    /// Not loaded: nothing in this run reads its records.
+    NotNeeded,
 }
 
 /// What loaded: one entry per tracepoint.
@@ -287,7 +297,8 @@ fn load<'o>(
         .set_max_entries(cfg.ringbuf_bytes)
         .map_err(|e| SourceError::Load(format!("bad ring buffer size: {e}")))?;
     for (tp, ok) in present {
-        set_autoload(&mut open, tp, *ok && !raw, *ok && raw);
+        let on = *ok && !cfg.unneeded.contains(tp);
+        set_autoload(&mut open, tp, on && !raw, on && raw);
     }
     open.load().map_err(|e| SourceError::Load(format!("{e}")))
 }
@@ -305,7 +316,10 @@ fn run(
             return;
         }
     };
-    if let Some((tp, _)) = present.iter().find(|(tp, ok)| !ok && REQUIRED.contains(tp)) {
+    if let Some((tp, _)) = present
+        .iter()
+        .find(|(tp, ok)| !ok && REQUIRED.contains(tp) && !cfg.unneeded.contains(tp))
+    {
         let _ = ready.send(Err(SourceError::MissingTracepoint(tp.to_string())));
         return;
     }
@@ -343,7 +357,9 @@ fn run(
         tracepoints: present
             .iter()
             .map(|(tp, ok)| {
-                let s = if *ok {
+                let s = if cfg.unneeded.contains(tp) {
+                    ProbeState::NotNeeded
+                } else if *ok {
                     state.clone()
                 } else {
                     ProbeState::Missing
