@@ -72,7 +72,8 @@ pub struct Finding {
     /// What was found.
     pub kind: FindingKind,
     /// When (event time, CLOCK_MONOTONIC ns): the end of the idle stretch, the wakeup, the
-    /// move, or the interval end for churn and uneven_spread.
+    /// move, the interval end for churn, the sample that found uneven_spread held long
+    /// enough (or the interval end).
     pub t_ns: u64,
     /// The level key of the domain concerned ("llc", "numa", ...), if one is.
     pub level: Option<String>,
