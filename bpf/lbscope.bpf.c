@@ -25,6 +25,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define SCHED_SOFTIRQ 7
 #define PF_KTHREAD 0x00200000
 #define PF_EXITING 0x00000004
+#define TASK_WAKING 0x00000200
 
 /* Set by user space before load. */
 const volatile __u64 pelt_interval_ns = 4000000;
@@ -352,6 +353,8 @@ static __always_inline int h_migrate(const bool btf, __u64 ts, __u64 *ctx)
 	}
 	if (BPF_CORE_READ(cur, pid) == 0)
 		flags |= LBS_MF_CURRENT_IDLE;
+	if (task_state_of(btf, p) == TASK_WAKING)
+		flags |= LBS_MF_WAKING;
 	c = bpf_map_lookup_elem(&cpuctx, &zero);
 	if (c && c->in_sched_softirq)
 		flags |= LBS_MF_SCHED_SOFTIRQ;

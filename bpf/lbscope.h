@@ -38,6 +38,7 @@ enum lbs_migrate_flags {
 	LBS_MF_SCHED_SOFTIRQ = 4, /* inside SCHED_SOFTIRQ on this CPU */
 	LBS_MF_IN_EXECVE = 8,	  /* p->in_execve */
 	LBS_MF_CURRENT_IDLE = 16, /* current is the idle task */
+	LBS_MF_WAKING = 32,	  /* the task is TASK_WAKING: a wakeup places it */
 };
 
 /* lbs_numa.op */

@@ -118,6 +118,9 @@ pub struct MigrateContext {
     pub in_execve: bool,
     /// The executing task is the idle task (pid 0).
     pub current_idle: bool,
+    /// The migrating task is in `TASK_WAKING`: the move is a wakeup's placement
+    /// (try_to_wake_up sets that state before choosing the CPU).
+    pub waking: bool,
     /// The migrating task's scheduling policy (SCHED_NORMAL 0, FIFO 1, RR 2, BATCH 3, IDLE 5,
     /// DEADLINE 6, EXT 7).
     pub policy: u32,

@@ -264,7 +264,9 @@ impl Resolver {
             // change of a running task also goes through the stopper; that is rarer).
             return Reason::ActiveBalance;
         }
-        if self.last_waking.get(&exec_cpu) == Some(&pid) {
+        // The task's own state says so; recordings made before that flag have the waking
+        // that the executing CPU ran last.
+        if ctx.waking || self.last_waking.get(&exec_cpu) == Some(&pid) {
             return Reason::Wakeup;
         }
         if exec_cpu == dst {
@@ -508,5 +510,12 @@ mod tests {
             Reason::NewidleBalance
         );
         assert_eq!(r.resolve_context(0, 2, 8, 0, 1, &task), Reason::Unknown);
+        // A task in TASK_WAKING is being placed by its wakeup, with no waking seen (report
+        // without a recording does not trace sched_waking), even onto the waker's own CPU.
+        let waking = MigrateContext {
+            waking: true,
+            ..Default::default()
+        };
+        assert_eq!(r.resolve_context(0, 1, 7, 0, 1, &waking), Reason::Wakeup);
     }
 }

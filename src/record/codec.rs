@@ -139,6 +139,7 @@ fn ctx_flags(c: &MigrateContext) -> u8 {
         | u8::from(c.in_sched_softirq) << 2
         | u8::from(c.in_execve) << 3
         | u8::from(c.current_idle) << 4
+        | u8::from(c.waking) << 5
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -438,7 +439,7 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
                 ),
             };
             let f = c.byte()?;
-            if f & !0x1f != 0 {
+            if f & !0x3f != 0 {
                 return bad(format!("unknown migration context flags {f:#x}"));
             }
             let ctx = MigrateContext {
@@ -447,6 +448,7 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
                 in_sched_softirq: f & 4 != 0,
                 in_execve: f & 8 != 0,
                 current_idle: f & 16 != 0,
+                waking: f & 32 != 0,
                 policy: c.u32()?,
             };
             EventKind::Migrate {

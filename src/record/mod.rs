@@ -47,7 +47,7 @@
 //!    5 Migrate         pid src_cpu dst_cpu reason:u8 source:u8 (0 stack, 1 context)
 //!                      stack_id:varint (0 = none, else id+1) ctx_flags:u8 policy
 //!                      ctx_flags: bit0 in_stopper, 1 in_hardirq, 2 in_sched_softirq,
-//!                                 3 in_execve, 4 current_idle
+//!                                 3 in_execve, 4 current_idle, 5 waking (TASK_WAKING)
 //!    6 Stack           id reason:u8 frame_count frames:string*
 //!    7 NrRunning       rq_cpu nr_running
 //!    8 Pelt            rq_cpu load_avg runnable_avg util_avg

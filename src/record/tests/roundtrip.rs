@@ -25,6 +25,7 @@ fn edge_events() -> Vec<Event> {
         in_sched_softirq: true,
         in_execve: true,
         current_idle: true,
+        waking: true,
         policy: m,
     };
     let mut kinds = vec![

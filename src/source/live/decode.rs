@@ -191,6 +191,7 @@ impl Decoder {
             in_sched_softirq: r.flags & F::LBS_MF_SCHED_SOFTIRQ.0 != 0,
             in_execve: r.flags & F::LBS_MF_IN_EXECVE.0 != 0,
             current_idle: r.flags & F::LBS_MF_CURRENT_IDLE.0 != 0,
+            waking: r.flags & F::LBS_MF_WAKING.0 != 0,
             policy: r.policy,
         };
         let class = if r.stack_id >= 0 {

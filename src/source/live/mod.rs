@@ -95,7 +95,8 @@ impl Default for LiveConfig {
 }
 
 /// What only a recording reads: `sched_waking` marks the start of a wakeup, which the
-/// Perfetto export draws; the analyzer and the model use the wakeup itself.
+/// Perfetto export draws; the analyzer and the model use the wakeup itself, and a migration
+/// without a stack is told a wakeup's by the task's TASK_WAKING state.
 pub const RECORDING_ONLY: &[&str] = &["sched_waking"];
 
 /// State of one tracepoint after loading.
