@@ -209,6 +209,7 @@ static __always_inline void emit_task(__u64 ts, struct task_struct *p, __u32 pid
 	e->pid = pid;
 	e->tgid = tgid;
 	BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
+	e->cgroup = BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
 	submit(e);
 }
 
@@ -542,6 +543,7 @@ static __always_inline int h_exit(const bool btf, __u64 ts, __u64 *ctx)
 	e->pid = pid;
 	e->tgid = RD(btf, p, tgid);
 	BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
+	e->cgroup = 0;
 	submit(e);
 	return 0;
 }

@@ -108,12 +108,14 @@ struct lbs_numa {
 	__u32 pad;
 };
 
-/* LBS_TASK (h.flags bit 0 = exec), LBS_EXIT */
+/* LBS_TASK (h.flags bit 0 = exec), LBS_EXIT. cgroup: the id of the task's cgroup in the
+ * unified (v2) hierarchy, its kernfs node id (the directory's inode number). */
 struct lbs_task {
 	struct lbs_hdr h;
 	__u32 pid;
 	__u32 tgid;
 	char comm[LBS_COMM_LEN];
+	__u64 cgroup;
 };
 
 struct lbs_affinity {

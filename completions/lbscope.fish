@@ -49,7 +49,7 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l missed-pull-m
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l churn-per-s -d 'churn: migrations per second into one domain above which it is judged' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l spread-ratio -d 'uneven_spread: the fullest node or LLC must hold more than this many times the emptiest one\'s threads' -r
-complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l spread-min-threads -d 'uneven_spread: processes with fewer running threads are not judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l spread-min-threads -d 'uneven_spread: processes (and cgroups) with fewer running threads are not judged' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l spread-hold-ms -d 'uneven_spread: how long a process must stay uneven (sampled every 20 ms) before it is reported; a spread still uneven at an interval\'s end is reported then too' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l max-findings -d 'Finding details kept per interval (all are counted by kind)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l ringbuf-mb -d 'Ring buffer size in MiB (a power of two). Larger loses fewer events under bursts' -r
@@ -68,7 +68,7 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l missed-pull-ms -
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l churn-per-s -d 'churn: migrations per second into one domain above which it is judged' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l spread-ratio -d 'uneven_spread: the fullest node or LLC must hold more than this many times the emptiest one\'s threads' -r
-complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l spread-min-threads -d 'uneven_spread: processes with fewer running threads are not judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l spread-min-threads -d 'uneven_spread: processes (and cgroups) with fewer running threads are not judged' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l spread-hold-ms -d 'uneven_spread: how long a process must stay uneven (sampled every 20 ms) before it is reported; a spread still uneven at an interval\'s end is reported then too' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l max-findings -d 'Finding details kept per interval (all are counted by kind)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l ringbuf-mb -d 'Ring buffer size in MiB (a power of two). Larger loses fewer events under bursts' -r
@@ -87,7 +87,7 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l missed-pull-m
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l churn-per-s -d 'churn: migrations per second into one domain above which it is judged' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l spread-ratio -d 'uneven_spread: the fullest node or LLC must hold more than this many times the emptiest one\'s threads' -r
-complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l spread-min-threads -d 'uneven_spread: processes with fewer running threads are not judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l spread-min-threads -d 'uneven_spread: processes (and cgroups) with fewer running threads are not judged' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l spread-hold-ms -d 'uneven_spread: how long a process must stay uneven (sampled every 20 ms) before it is reported; a spread still uneven at an interval\'s end is reported then too' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l max-findings -d 'Finding details kept per interval (all are counted by kind)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -s h -l help -d 'Print help'
@@ -108,7 +108,7 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l missed-pull-ms 
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l churn-per-s -d 'churn: migrations per second into one domain above which it is judged' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l spread-ratio -d 'uneven_spread: the fullest node or LLC must hold more than this many times the emptiest one\'s threads' -r
-complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l spread-min-threads -d 'uneven_spread: processes with fewer running threads are not judged' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l spread-min-threads -d 'uneven_spread: processes (and cgroups) with fewer running threads are not judged' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l spread-hold-ms -d 'uneven_spread: how long a process must stay uneven (sampled every 20 ms) before it is reported; a spread still uneven at an interval\'s end is reported then too' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l max-findings -d 'Finding details kept per interval (all are counted by kind)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l json -d 'The comparison as one JSON object'

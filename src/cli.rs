@@ -13,7 +13,7 @@ busy_wakeup\n    a wakeup queued a task on a busy CPU while its LLC had an idle 
 harmful_migration\n    a balancer move widened the imbalance of its two groups, or left its own NUMA node idle\n\
 ping_pong\n    a task moved A -> B -> A within --ping-pong-ms\n\
 churn\n    a domain moved more than --churn-per-s tasks a second while its imbalance did not fall\n\
-uneven_spread\n    one process's threads sat unevenly over NUMA nodes (or LLCs) for --spread-hold-ms while capacity was free"
+uneven_spread\n    one process's (or a multi-process cgroup's) threads sat unevenly over NUMA nodes (or LLCs) for --spread-hold-ms while capacity was free"
     };
 }
 
@@ -225,7 +225,7 @@ pub struct ModelArgs {
     /// emptiest one's threads.
     #[arg(long, value_name = "RATIO", default_value_t = 2.0)]
     pub spread_ratio: f64,
-    /// uneven_spread: processes with fewer running threads are not judged.
+    /// uneven_spread: processes (and cgroups) with fewer running threads are not judged.
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub spread_min_threads: u32,
     /// uneven_spread: how long a process must stay uneven (sampled every 20 ms) before it is

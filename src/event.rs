@@ -199,6 +199,14 @@ pub enum EventKind {
         comm: String,
         exec: bool,
     },
+    /// The cgroup (unified hierarchy) a task was in when announced (first sight or exec):
+    /// `id` is the cgroup's kernfs id, `path` its path under the cgroup2 mount when the
+    /// source could name it.
+    Cgroup {
+        pid: Pid,
+        id: u64,
+        path: Option<String>,
+    },
     /// A task's allowed CPUs, sent at first sight and whenever they change.
     Affinity { pid: Pid, cpus: Box<CpuSet> },
     /// `sched_process_exit`.

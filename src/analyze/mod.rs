@@ -393,9 +393,10 @@ impl Analyzer {
                 self.lost_total += count;
                 *self.lost_by_cpu.entry(cpu).or_insert(0) += count;
             }
-            // Balancer internals and NUMA ops belong to the model; waking precedes placement
-            // and changes nothing here; Clock never reaches this point.
+            // Balancer internals, NUMA ops and cgroups belong to the model; waking precedes
+            // placement and changes nothing here; Clock never reaches this point.
             EventKind::Waking { .. }
+            | EventKind::Cgroup { .. }
             | EventKind::BalanceSoftirq { .. }
             | EventKind::Numa { .. }
             | EventKind::Balance(_)

@@ -90,8 +90,8 @@ pub struct Finding {
 }
 
 /// A finding's evidence from `(field, value)` pairs.
-pub fn evidence<const N: usize>(
-    pairs: [(&str, serde_json::Value); N],
+pub fn evidence<'a>(
+    pairs: impl IntoIterator<Item = (&'a str, serde_json::Value)>,
 ) -> BTreeMap<String, serde_json::Value> {
     pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }

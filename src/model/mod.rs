@@ -280,6 +280,12 @@ impl Model {
             }
             EventKind::Task { pid, tgid, .. } => self.tasks.identify(*pid, *tgid),
             EventKind::Affinity { pid, cpus } => self.tasks.set_allowed(*pid, cpus),
+            EventKind::Cgroup { pid, id, path } => {
+                self.tasks.set_cgroup(*pid, *id);
+                if let Some(p) = path {
+                    self.spread.name_cgroup(*id, p);
+                }
+            }
             EventKind::Exit { pid, .. } => self.tasks.remove(*pid),
             _ => {}
         }

@@ -1,16 +1,17 @@
-//! uneven_spread: one process's threads sitting unevenly over NUMA nodes (or over LLCs on a
-//! single-node machine) while the emptiest of them has an idle CPU.
+//! uneven_spread: one process's threads, or one cgroup's (a cgroup holding several
+//! processes: a container, a job's workers), sitting unevenly over NUMA nodes (or over LLCs
+//! on a single-node machine) while the emptiest of them has an idle CPU.
 //!
 //! A spread seen only at the interval's close says little: the balancer may even it out a
 //! tick later, or may have evened it just before the close after holding it for most of the
 //! interval. So the spread is also sampled every [`SAMPLE_NS`] of event time, and a process
 //! found uneven on every sample for `spread_hold_ns` is reported then, with the spread it held
-//! and for how long. A process uneven at the close and not reported yet this interval is
-//! reported at the close, as a snapshot.
+//! and for how long. A process (or cgroup) uneven at the close and not reported yet this
+//! interval is reported at the close, as a snapshot.
 //!
-//! Invariants: `runs` holds exactly the processes found uneven at the latest sample, each
-//! with the time of the first sample of its unbroken run; a process is reported at most once
-//! per interval.
+//! Invariants: `runs` holds exactly the processes and cgroups found uneven at the latest
+//! sample, each with the time of the first sample of its unbroken run; each is reported at
+//! most once per interval.
 
 use super::findings;
 use super::stats;
@@ -23,20 +24,40 @@ use std::collections::{BTreeMap, BTreeSet};
 /// How often the spread is sampled, in event time.
 pub const SAMPLE_NS: u64 = 20_000_000;
 
+/// Whose threads are judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Owner {
+    Process(Pid),
+    Cgroup(u64),
+}
+
 /// The sampling state of the uneven_spread judge.
 #[derive(Clone, Debug, Default)]
 pub(super) struct SpreadWatch {
     /// Event time of the next sample; 0 before the first event.
     next_ns: u64,
-    /// Processes uneven at the latest sample: since when (first sample of the run).
-    runs: BTreeMap<Pid, u64>,
-    /// Processes already reported this interval.
-    reported: BTreeSet<Pid>,
+    /// Owners uneven at the latest sample: since when (first sample of the run).
+    runs: BTreeMap<Owner, u64>,
+    /// Owners already reported this interval.
+    reported: BTreeSet<Owner>,
+    /// Cgroup paths by id, as the source named them.
+    cgroup_paths: BTreeMap<u64, String>,
 }
 
-/// One process found uneven.
+impl SpreadWatch {
+    /// Cgroup `id` is `path`.
+    pub(super) fn name_cgroup(&mut self, id: u64, path: &str) {
+        if self.cgroup_paths.get(&id).map(String::as_str) != Some(path) {
+            self.cgroup_paths.insert(id, path.to_string());
+        }
+    }
+}
+
+/// One process or cgroup found uneven.
 struct Uneven {
-    tgid: Pid,
+    owner: Owner,
+    /// The process, or the cgroup's processes.
+    tgids: Vec<Pid>,
     threads: Vec<u64>,
     fullest: usize,
     emptiest: usize,
@@ -75,10 +96,21 @@ impl Model {
         ))
     }
 
-    /// Every process whose threads sit unevenly over `buckets` now.
+    /// Every process and cgroup whose threads sit unevenly over `buckets` now.
     fn uneven_now(&self, buckets: &[CpuSet]) -> Vec<Uneven> {
+        let spread = self.tasks.spread(buckets);
+        let owners = spread
+            .processes
+            .into_iter()
+            .map(|(tgid, h)| (Owner::Process(tgid), vec![tgid], h))
+            .chain(
+                spread
+                    .cgroups
+                    .into_iter()
+                    .map(|(id, h, tgids)| (Owner::Cgroup(id), tgids, h)),
+            );
         let mut out = Vec::new();
-        for (tgid, hist) in self.tasks.spread(buckets) {
+        for (owner, tgids, hist) in owners {
             let total: u64 = hist.iter().sum();
             if total < u64::from(self.config.spread_min_threads) {
                 continue;
@@ -100,7 +132,8 @@ impl Model {
                 && free
             {
                 out.push(Uneven {
-                    tgid,
+                    owner,
+                    tgids,
                     threads: hist,
                     fullest,
                     emptiest,
@@ -117,29 +150,29 @@ impl Model {
             return;
         };
         let now = self.uneven_now(&buckets);
-        let uneven: BTreeSet<Pid> = now.iter().map(|u| u.tgid).collect();
-        self.spread.runs.retain(|tgid, _| uneven.contains(tgid));
+        let uneven: BTreeSet<Owner> = now.iter().map(|u| u.owner).collect();
+        self.spread.runs.retain(|o, _| uneven.contains(o));
         for u in now {
-            let since = *self.spread.runs.entry(u.tgid).or_insert(t);
+            let since = *self.spread.runs.entry(u.owner).or_insert(t);
             let held = t - since;
-            if held >= self.config.spread_hold_ns && !self.spread.reported.contains(&u.tgid) {
+            if held >= self.config.spread_hold_ns && !self.spread.reported.contains(&u.owner) {
                 self.report_spread(t, &buckets, by, &u, held);
             }
         }
     }
 
-    /// At the interval close: reports every process uneven now and not reported yet this
-    /// interval, then opens the next interval.
+    /// At the interval close: reports every process and cgroup uneven now and not reported
+    /// yet this interval, then opens the next interval.
     pub(super) fn uneven_spread(&mut self, end: u64) {
         if let Some((buckets, by)) = self.spread_buckets() {
             for u in self.uneven_now(&buckets) {
-                if self.spread.reported.contains(&u.tgid) {
+                if self.spread.reported.contains(&u.owner) {
                     continue;
                 }
                 let held = self
                     .spread
                     .runs
-                    .get(&u.tgid)
+                    .get(&u.owner)
                     .map_or(0, |&since| end.saturating_sub(since));
                 self.report_spread(end, &buckets, by, &u, held);
             }
@@ -148,15 +181,14 @@ impl Model {
     }
 
     fn report_spread(&mut self, t: u64, buckets: &[CpuSet], by: &str, u: &Uneven, held: u64) {
-        self.spread.reported.insert(u.tgid);
+        self.spread.reported.insert(u.owner);
         if self.log.counted_only(FindingKind::UnevenSpread) {
             return;
         }
         let hist_s: Vec<String> = u.threads.iter().map(u64::to_string).collect();
         let (max, min) = (u.threads[u.fullest], u.threads[u.emptiest]);
         let held_ms = held / 1_000_000;
-        let evidence = [
-            ("tgid", json!(u.tgid)),
+        let mut evidence = vec![
             ("by", json!(by)),
             (
                 "buckets",
@@ -166,6 +198,23 @@ impl Model {
             ("ratio_pct", json!(self.config.spread_ratio_pct)),
             ("held_ms", json!(held_ms)),
         ];
+        let who = match u.owner {
+            Owner::Process(tgid) => {
+                evidence.push(("tgid", json!(tgid)));
+                format!("process {tgid}")
+            }
+            Owner::Cgroup(id) => {
+                let path = self.spread.cgroup_paths.get(&id);
+                evidence.push(("cgroup", json!(id)));
+                evidence.push(("cgroup_path", json!(path)));
+                evidence.push(("tgids", json!(u.tgids)));
+                format!(
+                    "cgroup {} ({} processes)",
+                    path.cloned().unwrap_or_else(|| format!("id {id}")),
+                    u.tgids.len()
+                )
+            }
+        };
         let held_s = if held_ms > 0 {
             format!(" for {held_ms} ms")
         } else {
@@ -177,12 +226,11 @@ impl Model {
             level: None,
             span: None,
             cpus: buckets[u.emptiest].iter().map(|c| c as u32).collect(),
-            pids: vec![u.tgid],
+            pids: u.tgids.iter().copied().take(8).collect(),
             evidence: findings::evidence(evidence),
             text: format!(
-                "process {} holds {} threads per {by} ({max} on CPUs {} vs {min} on {}, \
+                "{who} holds {} threads per {by} ({max} on CPUs {} vs {min} on {}, \
                  which has an idle CPU){held_s}",
-                u.tgid,
                 hist_s.join("/"),
                 buckets[u.fullest],
                 buckets[u.emptiest]

@@ -1,5 +1,5 @@
-//! What the model keeps per task: its process, its affinity, the last CPU it was seen on,
-//! its last migration (for ping-pong) and whether it ran this interval (for spread).
+//! What the model keeps per task: its process, its cgroup, its affinity, the last CPU it was
+//! seen on, its last migration (for ping-pong) and whether it ran this interval (for spread).
 //!
 //! Invariants: a task's entry goes at its exit; `allowed` is `None` for "every CPU".
 
@@ -23,10 +23,20 @@ pub struct LastMove {
 #[derive(Clone, Debug, Default)]
 struct Task {
     tgid: Option<Pid>,
+    cgroup: Option<u64>,
     allowed: Option<CpuSet>,
     cpu: Option<u32>,
     last_move: Option<LastMove>,
     ran: bool,
+}
+
+/// Threads per bucket ([`TaskTable::spread`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Spread {
+    /// (tgid, threads per bucket).
+    pub processes: Vec<(Pid, Vec<u64>)>,
+    /// (cgroup id, threads per bucket, its processes).
+    pub cgroups: Vec<(u64, Vec<u64>, Vec<Pid>)>,
 }
 
 /// Every task the model knows.
@@ -40,6 +50,13 @@ impl TaskTable {
     pub fn identify(&mut self, pid: Pid, tgid: Pid) {
         if pid != 0 {
             self.tasks.entry(pid).or_default().tgid = Some(tgid);
+        }
+    }
+
+    /// Its cgroup's id.
+    pub fn set_cgroup(&mut self, pid: Pid, id: u64) {
+        if pid != 0 {
+            self.tasks.entry(pid).or_default().cgroup = Some(id);
         }
     }
 
@@ -116,10 +133,13 @@ impl TaskTable {
         }
     }
 
-    /// For each process, how many of its threads that ran this interval and may run on every
-    /// bucket sit in each bucket; sorted by tgid.
-    pub fn spread(&self, buckets: &[CpuSet]) -> Vec<(Pid, Vec<u64>)> {
-        let mut out: std::collections::BTreeMap<Pid, Vec<u64>> = Default::default();
+    /// How the threads that ran this interval and may run on every bucket sit in the buckets:
+    /// per process (by tgid), and per cgroup holding more than one such process (with its
+    /// processes), both sorted by id.
+    pub fn spread(&self, buckets: &[CpuSet]) -> Spread {
+        use std::collections::{BTreeMap, BTreeSet};
+        let mut procs: BTreeMap<Pid, Vec<u64>> = BTreeMap::new();
+        let mut groups: BTreeMap<u64, (Vec<u64>, BTreeSet<Pid>)> = BTreeMap::new();
         for t in self.tasks.values() {
             let (Some(tgid), Some(cpu), true) = (t.tgid, t.cpu, t.ran) else {
                 continue;
@@ -130,9 +150,23 @@ impl TaskTable {
                 }
             }
             if let Some(i) = buckets.iter().position(|b| b.contains(cpu as usize)) {
-                out.entry(tgid).or_insert_with(|| vec![0; buckets.len()])[i] += 1;
+                procs.entry(tgid).or_insert_with(|| vec![0; buckets.len()])[i] += 1;
+                if let Some(cg) = t.cgroup {
+                    let g = groups
+                        .entry(cg)
+                        .or_insert_with(|| (vec![0; buckets.len()], BTreeSet::new()));
+                    g.0[i] += 1;
+                    g.1.insert(tgid);
+                }
             }
         }
-        out.into_iter().collect()
+        Spread {
+            processes: procs.into_iter().collect(),
+            cgroups: groups
+                .into_iter()
+                .filter(|(_, (_, p))| p.len() > 1)
+                .map(|(id, (h, p))| (id, h, p.into_iter().collect()))
+                .collect(),
+        }
     }
 }

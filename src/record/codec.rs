@@ -43,6 +43,7 @@ const K_CLOCK: u8 = 16;
 // Added after v1's first files: readers of older files never meet it, so v1 stays readable.
 const K_BALANCE: u8 = 17;
 const K_PELT_EST: u8 = 18;
+const K_CGROUP: u8 = 19;
 
 /// Why a chunk's payload did not decode (it passed its checksum, so the writer or a crafted
 /// file is to blame).
@@ -164,6 +165,7 @@ pub(super) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event) {
         EventKind::BalanceSoftirq { .. } => K_BALANCE_SOFTIRQ,
         EventKind::Numa { .. } => K_NUMA,
         EventKind::Task { .. } => K_TASK,
+        EventKind::Cgroup { .. } => K_CGROUP,
         EventKind::Affinity { .. } => K_AFFINITY,
         EventKind::Exit { .. } => K_EXIT,
         EventKind::Lost { .. } => K_LOST,
@@ -280,6 +282,11 @@ pub(super) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event) {
             v(out, *tgid);
             put_str(out, comm);
             out.push(u8::from(*exec));
+        }
+        EventKind::Cgroup { pid, id, path } => {
+            v(out, *pid);
+            put_varint(out, *id);
+            put_str(out, path.as_deref().unwrap_or(""));
         }
         EventKind::Affinity { pid, cpus } => {
             v(out, *pid);
@@ -521,6 +528,11 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
             tgid: c.u32()?,
             comm: c.string()?,
             exec: c.flag()?,
+        },
+        K_CGROUP => EventKind::Cgroup {
+            pid: c.u32()?,
+            id: c.varint()?,
+            path: Some(c.string()?).filter(|p| !p.is_empty()),
         },
         K_AFFINITY => {
             let pid = c.u32()?;

@@ -64,6 +64,7 @@
 //!                      imbalance flags:u8 (bit0 balanced, bit1 redo) dst_cpu src_cpu
 //!                      pid (0 = a busiest-group search, else the detached task's pid+1)
 //!   18 Pelt + util_est rq_cpu load_avg runnable_avg util_avg util_est (kind 8 without it)
+//!   19 Cgroup          pid id:varint path:str (empty: not named)
 //!   reason codes: 0 wakeup, 1 fork, 2 exec, 3 periodic_balance, 4 nohz_idle_balance,
 //!   5 newidle_balance, 6 active_balance, 7 numa_balancing, 8 affinity, 9 hotplug,
 //!   10 rt_push_pull, 11 dl_push_pull, 12 sched_ext, 13 unknown

@@ -313,3 +313,56 @@ fn diff_of_two_live_runs_and_exports() {
         text(&py.stderr)
     );
 }
+
+/// The cgroup2 mount point, from /proc/self/mountinfo.
+fn cgroup2_mount() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        (right.split_whitespace().next() == Some("cgroup2"))
+            .then(|| left.split_whitespace().nth(4).map(str::to_string))?
+    })
+}
+
+#[test]
+fn a_task_s_cgroup_is_recorded_with_its_path() {
+    let Some(_g) = live_guard() else { return };
+    let mount = cgroup2_mount().expect("a cgroup2 mount (unified hierarchy)");
+    let name = format!("lbscope-test-{}", std::process::id());
+    let dir = format!("{mount}/{name}");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = tmp("cgroup.lbs");
+    let mut cmd = lbscope();
+    cmd.args(["record", "-o", &file]);
+    let t = Tracer::start("lbscope record", cmd, Some("recording"), Duration::ZERO);
+    let spin = example("spin");
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo $$ > {dir}/cgroup.procs && exec {} --threads 2 --duration-ms 200",
+            spin.get_program().to_string_lossy()
+        ))
+        .output()
+        .unwrap();
+    let (ok, _, err) = t.interrupt();
+    let _ = std::fs::remove_dir(&dir);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(ok, "{err}");
+    let pid: u32 = text(&o.stdout)
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("pid="))
+        .and_then(|p| p.parse().ok())
+        .expect("spin's ready line");
+    let o = lbs(&["export", file.as_str(), "--jsonl", "-"]);
+    let _ = std::fs::remove_file(&file);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // First seen as the shell (in the test's own cgroup), then at its exec in the new one.
+    let want = format!(r#""type":"cgroup","pid":{pid},"#);
+    let out = text(&o.stdout);
+    let seen: Vec<&str> = out.lines().filter(|l| l.contains(&want)).collect();
+    assert!(
+        seen.last()
+            .is_some_and(|l| l.contains(&format!(r#""path":"/{name}""#))),
+        "{seen:?}"
+    );
+}

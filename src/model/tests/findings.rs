@@ -363,6 +363,56 @@ fn uneven_spread_held_within_the_interval_is_reported_once() {
 }
 
 #[test]
+fn uneven_spread_of_a_cgroup_of_several_processes() {
+    // Processes 100 (three threads) and 200 (two) of cgroup /job, all on node 0 while CPU 7
+    // idles: neither process alone has the threads to be judged, the cgroup has.
+    let cg = |pid| {
+        ev(
+            0,
+            0,
+            EventKind::Cgroup {
+                pid,
+                id: 7,
+                path: Some("/job".into()),
+            },
+        )
+    };
+    let mut evs = vec![switch(0, 7, 0, 1, 0)];
+    for (i, (tgid, cpu)) in [(100, 0u32), (100, 1), (100, 2), (200, 3), (200, 0)]
+        .iter()
+        .enumerate()
+    {
+        let pid = 300 + i as u32;
+        evs.push(task(0, pid, *tgid, "job"));
+        evs.push(cg(pid));
+        evs.push(switch(10 + i as u64, *cpu, 0, 0, pid));
+    }
+    let s = one(topo3(), &evs);
+    assert_eq!(count(&s, FindingKind::UnevenSpread), 1, "{:?}", s.findings);
+    let f = &s.findings[0];
+    assert_eq!(f.evidence["cgroup"], 7);
+    assert_eq!(f.evidence["cgroup_path"], "/job");
+    assert_eq!(f.evidence["threads"], serde_json::json!([5, 0]));
+    assert_eq!(f.pids, vec![100, 200]);
+    assert!(
+        f.text.starts_with("cgroup /job (2 processes) holds 5/0"),
+        "{}",
+        f.text
+    );
+    // One process alone in its cgroup is judged as a process, once.
+    let mut evs = vec![switch(0, 7, 0, 1, 0)];
+    for (i, cpu) in [0u32, 1, 2, 3, 0].iter().enumerate() {
+        let pid = 300 + i as u32;
+        evs.push(task(0, pid, 100, "job"));
+        evs.push(cg(pid));
+        evs.push(switch(10 + i as u64, *cpu, 0, 0, pid));
+    }
+    let s = one(topo3(), &evs);
+    assert_eq!(count(&s, FindingKind::UnevenSpread), 1, "{:?}", s.findings);
+    assert_eq!(s.findings[0].evidence["tgid"], 100);
+}
+
+#[test]
 fn details_are_capped_but_all_counted() {
     let mut a = Analyzer::new(
         flat2(),

@@ -110,6 +110,16 @@ fn edge_events() -> Vec<Event> {
             dst_pid: 3,
             dst_cpu: -1,
         },
+        EventKind::Cgroup {
+            pid: m,
+            id: u64::MAX,
+            path: Some("/a/b".into()),
+        },
+        EventKind::Cgroup {
+            pid: 0,
+            id: 1,
+            path: None,
+        },
         EventKind::Task {
             pid: m,
             tgid: m,

@@ -1,6 +1,7 @@
 //! Ring-buffer records (bpf/lbscope.h, through the skeleton's generated types) to [`Event`]s.
 //! The only place kernel bytes are reinterpreted: every read checks the record's length first.
 
+use super::cgroups::CgroupNames;
 use super::kallsyms::Kallsyms;
 use super::skel::types as t;
 use crate::cpuset::CpuSet;
@@ -33,6 +34,7 @@ pub struct Decoder {
     kallsyms: Kallsyms,
     stacks: HashMap<u32, StackClass>,
     resolver: Resolver,
+    cgroups: CgroupNames,
     /// Records that did not parse (wrong length or kind): a bug, shown by `doctor`/reports.
     pub malformed: u64,
 }
@@ -44,6 +46,7 @@ impl Decoder {
             kallsyms,
             stacks: HashMap::new(),
             resolver: Resolver::new(),
+            cgroups: CgroupNames::new(),
             malformed: 0,
         }
     }
@@ -137,12 +140,34 @@ impl Decoder {
                     dst_cpu: r.dst_cpu,
                 })
             }),
-            t::lbs_kind::LBS_TASK => read::<t::lbs_task>(data).map(|r| EventKind::Task {
-                pid: r.pid,
-                tgid: r.tgid,
-                comm: comm_str(&r.comm),
-                exec: h.flags & 1 != 0,
-            }),
+            t::lbs_kind::LBS_TASK => match read::<t::lbs_task>(data) {
+                Some(r) => {
+                    let task = EventKind::Task {
+                        pid: r.pid,
+                        tgid: r.tgid,
+                        comm: comm_str(&r.comm),
+                        exec: h.flags & 1 != 0,
+                    };
+                    out.push(Event {
+                        ts_ns,
+                        cpu,
+                        kind: task,
+                    });
+                    if r.cgroup != 0 {
+                        out.push(Event {
+                            ts_ns,
+                            cpu,
+                            kind: EventKind::Cgroup {
+                                pid: r.pid,
+                                id: r.cgroup,
+                                path: self.cgroups.name(r.cgroup),
+                            },
+                        });
+                    }
+                    return;
+                }
+                None => None,
+            },
             t::lbs_kind::LBS_AFFINITY => read::<t::lbs_affinity>(data).map(|r| {
                 let n = (r.nr_words as usize).min(r.mask.len());
                 EventKind::Affinity {
