@@ -314,20 +314,12 @@ fn diff_of_two_live_runs_and_exports() {
     );
 }
 
-/// The cgroup2 mount point, from /proc/self/mountinfo.
-fn cgroup2_mount() -> Option<String> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    info.lines().find_map(|l| {
-        let (left, right) = l.split_once(" - ")?;
-        (right.split_whitespace().next() == Some("cgroup2"))
-            .then(|| left.split_whitespace().nth(4).map(str::to_string))?
-    })
-}
-
 #[test]
 fn a_task_s_cgroup_is_recorded_with_its_path() {
     let Some(_g) = live_guard() else { return };
-    let mount = cgroup2_mount().expect("a cgroup2 mount (unified hierarchy)");
+    let mount = lbscope::source::live::cgroups::cgroup2_mount()
+        .expect("a cgroup2 mount (unified hierarchy)");
+    let mount = mount.display();
     let name = format!("lbscope-test-{}", std::process::id());
     let dir = format!("{mount}/{name}");
     std::fs::create_dir_all(&dir).unwrap();

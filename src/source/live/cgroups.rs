@@ -46,7 +46,7 @@ impl CgroupNames {
 }
 
 /// The cgroup2 mount point, from /proc/self/mountinfo.
-fn cgroup2_mount() -> Option<PathBuf> {
+pub fn cgroup2_mount() -> Option<PathBuf> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     info.lines().find_map(|l| {
         let (left, right) = l.split_once(" - ")?;

@@ -2,7 +2,7 @@
 //! them, drains the ring buffer on its own thread and sends decoded [`Event`] batches down one
 //! channel. Also reports what the kernel allowed ([`ProbeReport`]) for `doctor` and headers.
 
-mod cgroups;
+pub mod cgroups;
 mod decode;
 pub mod hooks;
 pub mod kallsyms;
