@@ -40,7 +40,7 @@ pub use snapshot::{
 use crate::cpuset::CpuSet;
 use crate::event::{Event, EventKind, Pid, Reason, ReasonSource};
 use crate::model::{IdleStretch, Model};
-use crate::topology::Topology;
+use crate::topology::{IndexedTopology, Topology};
 use idhash::IdMap;
 use idle::{IdleAccounting, WaitSlot};
 use latency::LatencyCollector;
@@ -89,7 +89,7 @@ struct CpuState {
 /// interval of event time.
 #[derive(Clone, Debug)]
 pub struct Analyzer {
-    topo: Topology,
+    topo: IndexedTopology,
     config: AnalyzerConfig,
     interval_ns: u64,
     /// Every CPU of the topology: an affinity mask holding them all is the default.
@@ -139,7 +139,7 @@ impl Analyzer {
             lost_by_cpu: BTreeMap::new(),
             lost_total: 0,
             model,
-            topo: topology,
+            topo: IndexedTopology::new(topology),
             config,
         }
     }
@@ -501,7 +501,10 @@ impl Analyzer {
         if let Some(old) = t.wait.take() {
             self.idle.remove_waiter(pid, old);
         }
-        t.wait = Some(self.idle.add_waiter(pid, cpu, counted, t.allowed.as_ref()));
+        t.wait = Some(
+            self.idle
+                .add_waiter(pid, cpu, counted, t.allowed.as_deref()),
+        );
     }
 
     fn stop_wait(&mut self, pid: Pid) {

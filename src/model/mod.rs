@@ -30,7 +30,7 @@ pub use stats::{GroupStats, GroupType, MigrationType, ModelRules};
 
 use crate::cpuset::CpuSet;
 use crate::event::{CpuIdleType, Event, EventKind, Pid};
-use crate::topology::{LevelKind, Topology};
+use crate::topology::{IndexedTopology, LevelKind, Topology};
 use domains::DomainTable;
 use serde_json::json;
 use stats::CpuSample;
@@ -154,7 +154,7 @@ const NOHZ_KICK_MS: u64 = 10;
 /// The balancer model; see the module documentation.
 #[derive(Clone, Debug)]
 pub struct Model {
-    topo: Topology,
+    topo: IndexedTopology,
     config: ModelConfig,
     table: DomainTable,
     cpus: Vec<CpuState>,
@@ -178,7 +178,7 @@ impl Model {
             .iter()
             .rposition(|l| matches!(l.kind, LevelKind::Smt | LevelKind::Cluster | LevelKind::Llc));
         Model {
-            topo: topo.clone(),
+            topo: IndexedTopology::new(topo.clone()),
             log: FindingLog::new(config.max_findings),
             config,
             table,
