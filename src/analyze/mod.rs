@@ -57,8 +57,10 @@ pub const MAX_EMPTY_INTERVALS: u64 = 3600;
 struct TaskState {
     tgid: Option<u32>,
     comm: Option<String>,
-    /// `None` = every CPU (the default, and any mask containing every CPU).
-    allowed: Option<CpuSet>,
+    /// `None` = every CPU (the default, and any mask containing every CPU). Boxed: a
+    /// restricted mask is rare, and inline it would make every task's entry five times
+    /// larger and the task table that much less cache-friendly.
+    allowed: Option<Box<CpuSet>>,
     /// runqlat's enqueue timestamp.
     enqueue_ts: Option<u64>,
     /// Where it waits, while it is runnable and not running.
@@ -449,7 +451,7 @@ impl Analyzer {
         if pid == 0 {
             return;
         }
-        let allowed = (!self.all_cpus.is_subset(cpus)).then_some(*cpus);
+        let allowed = (!self.all_cpus.is_subset(cpus)).then(|| Box::new(*cpus));
         let t = self.tasks.entry(pid).or_default();
         t.allowed = allowed;
         if let Some(w) = t.wait {
