@@ -120,7 +120,8 @@ pub struct IdleAccounting {
     /// For each CPU, the indices in `doms` of every domain whose span contains it (NUMA spans
     /// overlap, so a CPU may be in several domains of one level).
     cpu_doms: Vec<Vec<u32>>,
-    /// CPUs touched since the last `settle`.
+    /// CPUs whose idleness, waiting, free waiters or restricted masks changed since the last
+    /// `settle`: only their domains can have changed status.
     touched: Vec<u32>,
     /// Scratch list of domains to re-evaluate, kept to avoid an allocation per event.
     dom_scratch: Vec<u32>,
@@ -250,24 +251,29 @@ impl IdleAccounting {
             return slot;
         };
         w.all += 1;
-        if counted {
-            let first_free = match allowed {
-                Some(a) if !free => {
-                    w.restricted.push((pid, *a));
-                    false
+        if !counted {
+            return slot;
+        }
+        // The domains' statuses depend on which CPUs have free waiters, not on how many, and
+        // on every restricted mask: only such a change needs them re-evaluated.
+        let mut changed = true;
+        match allowed {
+            Some(a) if !free => w.restricted.push((pid, *a)),
+            _ => {
+                w.free += 1;
+                if w.free == 1 {
+                    self.count(cpu, |d| &mut d.n_free, true);
+                } else {
+                    changed = false;
                 }
-                _ => {
-                    w.free += 1;
-                    w.free == 1
-                }
-            };
-            if first_free {
-                self.count(cpu, |d| &mut d.n_free, true);
             }
-            if !self.waiting.contains(cpu as usize) {
-                self.waiting.insert(cpu as usize);
-                self.count(cpu, |d| &mut d.n_waiting, true);
-            }
+        }
+        if !self.waiting.contains(cpu as usize) {
+            self.waiting.insert(cpu as usize);
+            self.count(cpu, |d| &mut d.n_waiting, true);
+            changed = true;
+        }
+        if changed {
             self.touch(cpu);
         }
         slot
@@ -282,22 +288,27 @@ impl IdleAccounting {
         if !slot.counted {
             return;
         }
-        let mut last_free = false;
+        let (mut last_free, mut changed) = (false, false);
         if slot.free {
             last_free = w.free == 1;
             w.free = w.free.saturating_sub(1);
         } else if let Some(i) = w.restricted.iter().position(|(p, _)| *p == pid) {
             w.restricted.swap_remove(i);
+            changed = true;
         }
         let none_left = !w.has_counted();
         if last_free {
             self.count(slot.cpu, |d| &mut d.n_free, false);
+            changed = true;
         }
         if none_left && self.waiting.contains(slot.cpu as usize) {
             self.waiting.remove(slot.cpu as usize);
             self.count(slot.cpu, |d| &mut d.n_waiting, false);
+            changed = true;
         }
-        self.touch(slot.cpu);
+        if changed {
+            self.touch(slot.cpu);
+        }
     }
 
     /// Tasks seen waiting on `cpu` (counted or not).
