@@ -158,6 +158,9 @@ pub struct Model {
     config: ModelConfig,
     table: DomainTable,
     cpus: Vec<CpuState>,
+    /// The CPUs whose state is `known_idle`, kept as it changes so that a wakeup's check
+    /// intersects sets instead of visiting every CPU of the LLC.
+    known_idle: CpuSet,
     tasks: TaskTable,
     log: FindingLog,
     /// Migrations into each domain (flat index) this interval.
@@ -183,6 +186,7 @@ impl Model {
             config,
             table,
             cpus: vec![CpuState::default(); topo.nr_cpus],
+            known_idle: CpuSet::new(),
             tasks: TaskTable::default(),
             moves: vec![0; n],
             prev_imbalance: vec![0; n],
@@ -208,6 +212,18 @@ impl Model {
         self.cpus.get(cpu).is_some_and(CpuState::known_idle)
     }
 
+    /// Brings `known_idle` up to date after `cpu`'s state changed.
+    fn refresh_idle(&mut self, cpu: u32) {
+        match self
+            .cpus
+            .get(cpu as usize)
+            .is_some_and(CpuState::known_idle)
+        {
+            true => self.known_idle.insert(cpu as usize),
+            false => self.known_idle.remove(cpu as usize),
+        }
+    }
+
     fn samples(&self) -> Vec<CpuSample> {
         self.cpus.iter().map(CpuState::sample).collect()
     }
@@ -221,6 +237,7 @@ impl Model {
                 if let Some(c) = self.cpu_mut(cpu) {
                     c.current = Some(*next_pid);
                 }
+                self.refresh_idle(cpu);
                 self.tasks.ran(*next_pid, cpu);
             }
             EventKind::Wakeup { pid, target_cpu } => {
@@ -249,6 +266,7 @@ impl Model {
                     c.nr_running = Some(*nr_running);
                     c.pending_in = 0;
                 }
+                self.refresh_idle(*rq_cpu);
             }
             EventKind::Pelt {
                 rq_cpu,
@@ -383,19 +401,21 @@ impl Model {
         let Some(span) = self.topo.span(level, target as usize) else {
             return;
         };
-        let allowed = self.tasks.allowed(pid);
-        let idle: Vec<u32> = span
-            .iter()
-            .filter(|&c| c != target as usize && self.known_idle(c))
-            .filter(|&c| allowed.is_none_or(|a| a.contains(c)))
-            .map(|c| c as u32)
-            .collect();
+        let mut idle = span.and(&self.known_idle);
+        idle.remove(target as usize);
         if idle.is_empty() {
             return;
+        }
+        if let Some(a) = self.tasks.allowed(pid) {
+            idle = idle.and(a);
+            if idle.is_empty() {
+                return;
+            }
         }
         if self.log.counted_only(FindingKind::BusyWakeup) {
             return;
         }
+        let idle: Vec<u32> = idle.iter().map(|c| c as u32).collect();
         let cur = self.cpus[target as usize].current.unwrap_or(0);
         let key = self.topo.level_key(Some(level)).to_string();
         let mut cpus = vec![target];
