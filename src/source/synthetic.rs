@@ -333,7 +333,9 @@ impl Generator {
             }
         }
         self.emit(0, EventKind::Clock);
-        std::mem::take(&mut self.out)
+        // The next batch gets room for a whole batch up front: growing it by doubling copied
+        // every event several times over.
+        std::mem::replace(&mut self.out, Vec::with_capacity(n + 16))
     }
 
     /// The event time reached.
