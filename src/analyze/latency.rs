@@ -47,14 +47,15 @@ pub struct LatencyFigures {
 
 impl LatencyCollector {
     /// Adds one sample of `ns` for a task of process `tgid` that started running on `cpu`.
-    /// `comm` is the best name known and `leader` says whether it is the process leader's.
-    pub fn record(
+    /// `name` gives the best name known and whether it is the process leader's; it is asked
+    /// only while the process has no leader's name yet, which saves a lookup of the leader
+    /// for nearly every sample.
+    pub fn record<'a>(
         &mut self,
         cpu: u32,
         tgid: Option<u32>,
-        comm: Option<&str>,
-        leader: bool,
         ns: u64,
+        name: impl FnOnce() -> (Option<&'a str>, bool),
     ) {
         let c = cpu as usize;
         if c < MAX_CPUS {
@@ -66,10 +67,12 @@ impl LatencyCollector {
             self.no_cpu.record(ns);
         }
         let e = self.by_proc.entry(tgid).or_default();
-        if let Some(name) = comm {
-            if e.comm.is_none() || (leader && !e.leader_comm) {
-                e.comm = Some(name.to_string());
-                e.leader_comm = leader;
+        if !e.leader_comm {
+            if let (Some(comm), leader) = name() {
+                if e.comm.is_none() || leader {
+                    e.comm = Some(comm.to_string());
+                    e.leader_comm = leader;
+                }
             }
         }
         e.hist.record(ns);
