@@ -398,7 +398,7 @@ impl Model {
         {
             return;
         }
-        let Some(span) = self.topo.span(level, target as usize) else {
+        let Some(span) = self.topo.domain_of(level, target as usize).map(|d| &d.span) else {
             return;
         };
         let mut idle = span.and(&self.known_idle);
@@ -434,7 +434,7 @@ impl Model {
             kind: FindingKind::BusyWakeup,
             t_ns: t,
             level: Some(key.clone()),
-            span: Some(span),
+            span: Some(*span),
             cpus,
             pids: vec![pid],
             evidence: findings::evidence(evidence),
