@@ -21,6 +21,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+pub use index::IndexedTopology;
+
+mod index;
 mod sysfs;
 #[cfg(test)]
 mod tests;

@@ -55,14 +55,19 @@ fn fine_bounds(i: usize) -> (u64, u64) {
 }
 
 /// One latency histogram.
+///
+/// Laid out so that a sample touches few cache lines: the fields every sample updates share
+/// the first line, then the log2 slots; histograms are recorded into in no particular order
+/// (one per CPU, one per process), so each line touched is likely a miss.
 #[derive(Clone, Debug, Default)]
+#[repr(C, align(64))]
 pub struct LatHist {
     count: u64,
-    log2: [u64; LOG2_SLOTS],
-    /// Grown on demand up to the bucket of the largest value seen.
-    fine: Vec<u64>,
     min_ns: u64,
     max_ns: u64,
+    /// Grown on demand up to the bucket of the largest value seen.
+    fine: Vec<u64>,
+    log2: [u64; LOG2_SLOTS],
 }
 
 impl LatHist {

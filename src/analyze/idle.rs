@@ -5,13 +5,16 @@
 //! allows every CPU) and the set of idle CPUs, both fed by the analyzer. A domain's status
 //! (none / movable / pinned) is piecewise constant: it is re-evaluated after each event only
 //! for the domains containing a CPU the event touched, and the time since the last change is
-//! credited to the old status when it changes or when an interval closes. So the cost per
-//! event is a few domains times the waiting CPUs of their spans, not all domains, and never
-//! CPUs squared; per-waiter affinity checks run only when the span has an idle CPU and the
-//! waiter's affinity is restricted.
+//! credited to the old status when it changes or when an interval closes. Each domain keeps
+//! counts of its idle CPUs, of its CPUs with a counted waiter and of those with a waiter
+//! allowed everywhere, updated as CPUs change; they settle most evaluations in a few
+//! comparisons, so a 256-CPU span costs no more than a 2-CPU one. Only a span whose waiters
+//! are all restricted walks its waiting CPUs, and per-waiter affinity checks run only there.
 //!
-//! Invariants: `waiting` holds exactly the CPUs whose counted waiter list is non-empty; every
-//! [`WaitSlot`] handed out is returned exactly once through [`IdleAccounting::remove_waiter`].
+//! Invariants: `waiting` holds exactly the CPUs whose counted waiter list is non-empty; a
+//! domain's counters equal those of `idle`, `waiting` and the free waiters over its span;
+//! every [`WaitSlot`] handed out is returned exactly once through
+//! [`IdleAccounting::remove_waiter`].
 
 use super::filter::Filter;
 use super::snapshot::{fraction, IdleWhileWaiting};
@@ -83,6 +86,12 @@ struct DomAcc {
     flagged: bool,
     /// How long a movable stretch may last before it is overdue.
     limit_ns: u64,
+    /// Idle CPUs of the span.
+    n_idle: u32,
+    /// CPUs of the span with a counted waiter.
+    n_waiting: u32,
+    /// CPUs of the span with a counted waiter allowed everywhere.
+    n_free: u32,
 }
 
 impl DomAcc {
@@ -111,7 +120,8 @@ pub struct IdleAccounting {
     /// For each CPU, the indices in `doms` of every domain whose span contains it (NUMA spans
     /// overlap, so a CPU may be in several domains of one level).
     cpu_doms: Vec<Vec<u32>>,
-    /// CPUs touched since the last `settle`.
+    /// CPUs whose idleness, waiting, free waiters or restricted masks changed since the last
+    /// `settle`: only their domains can have changed status.
     touched: Vec<u32>,
     /// Scratch list of domains to re-evaluate, kept to avoid an allocation per event.
     dom_scratch: Vec<u32>,
@@ -157,6 +167,9 @@ impl IdleAccounting {
                     status_since: 0,
                     flagged: false,
                     limit_ns: limit(li, &d.span),
+                    n_idle: 0,
+                    n_waiting: 0,
+                    n_free: 0,
                 });
             }
         }
@@ -193,6 +206,17 @@ impl IdleAccounting {
         Some(&mut self.cpus[c])
     }
 
+    /// Adds (`up`) or removes one from the counter `field` of every domain holding `cpu`.
+    fn count(&mut self, cpu: u32, field: fn(&mut DomAcc) -> &mut u32, up: bool) {
+        let Some(ds) = self.cpu_doms.get(cpu as usize) else {
+            return;
+        };
+        for &i in ds {
+            let n = field(&mut self.doms[i as usize]);
+            *n = if up { *n + 1 } else { *n - 1 };
+        }
+    }
+
     fn touch(&mut self, cpu: u32) {
         if !self.touched.contains(&cpu) {
             self.touched.push(cpu);
@@ -207,6 +231,7 @@ impl IdleAccounting {
             } else {
                 self.idle.remove(cpu as usize);
             }
+            self.count(cpu, |d| &mut d.n_idle, idle);
             self.touch(cpu);
         }
     }
@@ -226,12 +251,29 @@ impl IdleAccounting {
             return slot;
         };
         w.all += 1;
-        if counted {
-            match allowed {
-                Some(a) if !free => w.restricted.push((pid, *a)),
-                _ => w.free += 1,
+        if !counted {
+            return slot;
+        }
+        // The domains' statuses depend on which CPUs have free waiters, not on how many, and
+        // on every restricted mask: only such a change needs them re-evaluated.
+        let mut changed = true;
+        match allowed {
+            Some(a) if !free => w.restricted.push((pid, *a)),
+            _ => {
+                w.free += 1;
+                if w.free == 1 {
+                    self.count(cpu, |d| &mut d.n_free, true);
+                } else {
+                    changed = false;
+                }
             }
+        }
+        if !self.waiting.contains(cpu as usize) {
             self.waiting.insert(cpu as usize);
+            self.count(cpu, |d| &mut d.n_waiting, true);
+            changed = true;
+        }
+        if changed {
             self.touch(cpu);
         }
         slot
@@ -246,15 +288,27 @@ impl IdleAccounting {
         if !slot.counted {
             return;
         }
+        let (mut last_free, mut changed) = (false, false);
         if slot.free {
+            last_free = w.free == 1;
             w.free = w.free.saturating_sub(1);
         } else if let Some(i) = w.restricted.iter().position(|(p, _)| *p == pid) {
             w.restricted.swap_remove(i);
+            changed = true;
         }
-        if !w.has_counted() {
+        let none_left = !w.has_counted();
+        if last_free {
+            self.count(slot.cpu, |d| &mut d.n_free, false);
+            changed = true;
+        }
+        if none_left && self.waiting.contains(slot.cpu as usize) {
             self.waiting.remove(slot.cpu as usize);
+            self.count(slot.cpu, |d| &mut d.n_waiting, false);
+            changed = true;
         }
-        self.touch(slot.cpu);
+        if changed {
+            self.touch(slot.cpu);
+        }
     }
 
     /// Tasks seen waiting on `cpu` (counted or not).
@@ -279,7 +333,7 @@ impl IdleAccounting {
         dom_ids.dedup();
         for &i in &dom_ids {
             let i = i as usize;
-            let status = self.evaluate(&self.doms[i].span);
+            let status = self.evaluate(&self.doms[i]);
             let d = &mut self.doms[i];
             if status != d.status {
                 d.credit(t);
@@ -298,41 +352,53 @@ impl IdleAccounting {
         self.dom_scratch = dom_ids;
     }
 
-    /// The status of a span now.
-    fn evaluate(&self, span: &CpuSet) -> WaitStatus {
-        let idle = self.idle.and(span);
-        if idle.is_empty() {
+    /// The status of a domain's span now. The counters answer most cases; only restricted
+    /// waiters need their masks read.
+    fn evaluate(&self, d: &DomAcc) -> WaitStatus {
+        if d.n_idle == 0 || d.n_waiting == 0 {
             return WaitStatus::None;
         }
-        let waiting = self.waiting.and(span);
-        if waiting.is_empty() {
-            return WaitStatus::None;
-        }
-        let several_idle = idle.len() > 1;
-        let mut other_idle_exists = false;
-        for j in waiting.iter() {
-            // A task waiting on an idle CPU is about to run there: only other idle CPUs count.
-            if !several_idle && idle.contains(j) {
-                continue;
-            }
-            other_idle_exists = true;
-            let w = &self.cpus[j];
-            if w.free > 0 {
+        let span = &d.span;
+        if d.n_idle > 1 {
+            // Every waiting CPU has another idle CPU in the span.
+            if d.n_free > 0 {
                 return WaitStatus::Movable;
             }
-            if !w.restricted.is_empty() {
+            let idle = self.idle.and(span);
+            for j in self.waiting.and(span).iter() {
                 let mut others = idle;
                 others.remove(j);
-                if w.restricted.iter().any(|(_, a)| a.intersects(&others)) {
+                if self.cpus[j]
+                    .restricted
+                    .iter()
+                    .any(|(_, a)| a.intersects(&others))
+                {
                     return WaitStatus::Movable;
                 }
             }
+            return WaitStatus::Pinned;
         }
-        if other_idle_exists {
-            WaitStatus::Pinned
-        } else {
-            WaitStatus::None
+        // One idle CPU: a task waiting on it is about to run there, so only the waiters of
+        // the other CPUs count, and only that CPU can take them.
+        let Some(i) = self.idle.and(span).first() else {
+            return WaitStatus::None;
+        };
+        let (waits_on_idle, free_on_idle) = match self.waiting.contains(i) {
+            true => (1, u32::from(self.cpus[i].free > 0)),
+            false => (0, 0),
+        };
+        if d.n_waiting == waits_on_idle {
+            return WaitStatus::None;
         }
+        if d.n_free > free_on_idle {
+            return WaitStatus::Movable;
+        }
+        for j in self.waiting.and(span).iter() {
+            if j != i && self.cpus[j].restricted.iter().any(|(_, a)| a.contains(i)) {
+                return WaitStatus::Movable;
+            }
+        }
+        WaitStatus::Pinned
     }
 
     /// Every domain's status as of the last [`IdleAccounting::settle`], in topology order

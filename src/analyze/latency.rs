@@ -1,7 +1,7 @@
-//! Run-queue latency collection for one interval: the global histogram, one per CPU and one
-//! per process. Per-domain figures are not kept separately: they are the sum of the span's
-//! per-CPU histograms, merged when the interval closes (once per interval instead of once per
-//! level per sample).
+//! Run-queue latency collection for one interval: one histogram per CPU and one per process.
+//! The global and per-domain figures are not kept separately: they are the sums of the
+//! per-CPU histograms (the global one with the samples of CPU numbers past [`MAX_CPUS`]),
+//! merged when the interval closes, once per interval instead of once or more per sample.
 //!
 //! Memory: per-CPU histograms are bounded by the CPUs; per-process ones live for one interval
 //! and are bounded by the processes that ran in it.
@@ -27,7 +27,8 @@ struct ProcEntry {
 /// The per-interval latency histograms.
 #[derive(Clone, Debug, Default)]
 pub struct LatencyCollector {
-    global: LatHist,
+    /// Samples of CPU numbers past [`MAX_CPUS`], which have no per-CPU histogram.
+    no_cpu: LatHist,
     by_cpu: Vec<LatHist>,
     by_proc: IdMap<Option<u32>, ProcEntry>,
 }
@@ -46,28 +47,32 @@ pub struct LatencyFigures {
 
 impl LatencyCollector {
     /// Adds one sample of `ns` for a task of process `tgid` that started running on `cpu`.
-    /// `comm` is the best name known and `leader` says whether it is the process leader's.
-    pub fn record(
+    /// `name` gives the best name known and whether it is the process leader's; it is asked
+    /// only while the process has no leader's name yet, which saves a lookup of the leader
+    /// for nearly every sample.
+    pub fn record<'a>(
         &mut self,
         cpu: u32,
         tgid: Option<u32>,
-        comm: Option<&str>,
-        leader: bool,
         ns: u64,
+        name: impl FnOnce() -> (Option<&'a str>, bool),
     ) {
-        self.global.record(ns);
         let c = cpu as usize;
         if c < MAX_CPUS {
             if self.by_cpu.len() <= c {
                 self.by_cpu.resize(c + 1, LatHist::default());
             }
             self.by_cpu[c].record(ns);
+        } else {
+            self.no_cpu.record(ns);
         }
         let e = self.by_proc.entry(tgid).or_default();
-        if let Some(name) = comm {
-            if e.comm.is_none() || (leader && !e.leader_comm) {
-                e.comm = Some(name.to_string());
-                e.leader_comm = leader;
+        if !e.leader_comm {
+            if let (Some(comm), leader) = name() {
+                if e.comm.is_none() || leader {
+                    e.comm = Some(comm.to_string());
+                    e.leader_comm = leader;
+                }
             }
         }
         e.hist.record(ns);
@@ -75,8 +80,12 @@ impl LatencyCollector {
 
     /// The interval's figures, then starts afresh.
     pub fn take(&mut self, topo: &Topology, filter: &Filter) -> LatencyFigures {
-        let global = std::mem::take(&mut self.global).summary();
         let by_cpu_hists = std::mem::take(&mut self.by_cpu);
+        let mut global = std::mem::take(&mut self.no_cpu);
+        for h in &by_cpu_hists {
+            global.merge(h);
+        }
+        let global = global.summary();
         let by_cpu = by_cpu_hists
             .iter()
             .enumerate()

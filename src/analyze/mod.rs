@@ -40,7 +40,7 @@ pub use snapshot::{
 use crate::cpuset::CpuSet;
 use crate::event::{Event, EventKind, Pid, Reason, ReasonSource};
 use crate::model::{IdleStretch, Model};
-use crate::topology::Topology;
+use crate::topology::{IndexedTopology, Topology};
 use idhash::IdMap;
 use idle::{IdleAccounting, WaitSlot};
 use latency::LatencyCollector;
@@ -57,8 +57,10 @@ pub const MAX_EMPTY_INTERVALS: u64 = 3600;
 struct TaskState {
     tgid: Option<u32>,
     comm: Option<String>,
-    /// `None` = every CPU (the default, and any mask containing every CPU).
-    allowed: Option<CpuSet>,
+    /// `None` = every CPU (the default, and any mask containing every CPU). Boxed: a
+    /// restricted mask is rare, and inline it would make every task's entry five times
+    /// larger and the task table that much less cache-friendly.
+    allowed: Option<Box<CpuSet>>,
     /// runqlat's enqueue timestamp.
     enqueue_ts: Option<u64>,
     /// Where it waits, while it is runnable and not running.
@@ -89,7 +91,7 @@ struct CpuState {
 /// interval of event time.
 #[derive(Clone, Debug)]
 pub struct Analyzer {
-    topo: Topology,
+    topo: IndexedTopology,
     config: AnalyzerConfig,
     interval_ns: u64,
     /// Every CPU of the topology: an affinity mask holding them all is the default.
@@ -139,7 +141,7 @@ impl Analyzer {
             lost_by_cpu: BTreeMap::new(),
             lost_total: 0,
             model,
-            topo: topology,
+            topo: IndexedTopology::new(topology),
             config,
         }
     }
@@ -404,24 +406,31 @@ impl Analyzer {
         }
     }
 
+    // Each task's entry is looked up once per event where the order of the updates allows:
+    // switches and wakeups are most of the stream.
     fn on_switch(&mut self, ts: u64, cpu: u32, prev: Pid, prev_state: u32, next: Pid) {
         if prev != 0 {
             if prev_state == 0 {
                 // Preempted: still runnable, now waiting on this CPU (runqlat re-enqueues it).
-                self.tasks.entry(prev).or_default().enqueue_ts = Some(ts);
-                self.start_wait(prev, cpu);
+                self.enqueue(ts, prev, cpu);
             } else {
-                self.stop_wait(prev);
-                self.drop_if_empty(prev);
+                self.stop_wait_and_drop(prev);
             }
         }
         if next != 0 {
-            let enq = self.tasks.get_mut(&next).and_then(|t| t.enqueue_ts.take());
-            if let Some(enq) = enq {
-                self.sample(cpu, next, ts.saturating_sub(enq));
+            if let Some(t) = self.tasks.get_mut(&next) {
+                let enq = t.enqueue_ts.take();
+                if let Some(w) = t.wait.take() {
+                    self.idle.remove_waiter(next, w);
+                }
+                let empty = t.is_empty();
+                if let Some(enq) = enq {
+                    self.sample(cpu, next, ts.saturating_sub(enq));
+                }
+                if empty {
+                    self.tasks.remove(&next);
+                }
             }
-            self.stop_wait(next);
-            self.drop_if_empty(next);
         }
         if let Some(c) = self.cpu_mut(cpu) {
             c.current = Some(next);
@@ -433,16 +442,44 @@ impl Analyzer {
         if pid == 0 {
             return;
         }
-        self.tasks.entry(pid).or_default().enqueue_ts = Some(ts);
         let running = self
             .cpus
             .get(target as usize)
             .is_some_and(|c| c.current == Some(pid));
         if running {
             // Woken before it got to sleep (ttwu_runnable): it runs, nobody waits.
+            self.tasks.entry(pid).or_default().enqueue_ts = Some(ts);
             self.stop_wait(pid);
         } else {
-            self.start_wait(pid, target);
+            self.enqueue(ts, pid, target);
+        }
+    }
+
+    /// `pid` became runnable on `cpu` at `ts` and waits there: runqlat's enqueue time and
+    /// the idle accounting's waiter, with one lookup of its entry.
+    fn enqueue(&mut self, ts: u64, pid: Pid, cpu: u32) {
+        let counted = self.task_matches(pid);
+        let t = self.tasks.entry(pid).or_default();
+        t.enqueue_ts = Some(ts);
+        if let Some(old) = t.wait.take() {
+            self.idle.remove_waiter(pid, old);
+        }
+        t.wait = Some(
+            self.idle
+                .add_waiter(pid, cpu, counted, t.allowed.as_deref()),
+        );
+    }
+
+    /// `pid` stopped waiting without running (it slept, or exits); its entry goes if nothing
+    /// else is known of it.
+    fn stop_wait_and_drop(&mut self, pid: Pid) {
+        if let Some(t) = self.tasks.get_mut(&pid) {
+            if let Some(w) = t.wait.take() {
+                self.idle.remove_waiter(pid, w);
+            }
+            if t.is_empty() {
+                self.tasks.remove(&pid);
+            }
         }
     }
 
@@ -450,7 +487,7 @@ impl Analyzer {
         if pid == 0 {
             return;
         }
-        let allowed = (!self.all_cpus.is_subset(cpus)).then_some(*cpus);
+        let allowed = (!self.all_cpus.is_subset(cpus)).then(|| Box::new(*cpus));
         let t = self.tasks.entry(pid).or_default();
         t.allowed = allowed;
         if let Some(w) = t.wait {
@@ -502,7 +539,10 @@ impl Analyzer {
         if let Some(old) = t.wait.take() {
             self.idle.remove_waiter(pid, old);
         }
-        t.wait = Some(self.idle.add_waiter(pid, cpu, counted, t.allowed.as_ref()));
+        t.wait = Some(
+            self.idle
+                .add_waiter(pid, cpu, counted, t.allowed.as_deref()),
+        );
     }
 
     fn stop_wait(&mut self, pid: Pid) {
@@ -522,16 +562,20 @@ impl Analyzer {
         if !self.config.filter.matches_cpu(cpu) || !self.task_matches(pid) {
             return;
         }
-        let t = self.tasks.get(&pid);
+        let tasks = &self.tasks;
+        let t = tasks.get(&pid);
         let tgid = t.and_then(|t| t.tgid);
-        let leader_comm = tgid
-            .and_then(|g| self.tasks.get(&g))
-            .and_then(|l| l.comm.as_deref());
-        let (comm, leader) = match leader_comm {
-            Some(c) => (Some(c), true),
-            None => (t.and_then(|t| t.comm.as_deref()), tgid == Some(pid)),
+        // The process's name: its leader's when known, else this thread's.
+        let name = || {
+            let leader_comm = tgid
+                .and_then(|g| tasks.get(&g))
+                .and_then(|l| l.comm.as_deref());
+            match leader_comm {
+                Some(c) => (Some(c), true),
+                None => (t.and_then(|t| t.comm.as_deref()), tgid == Some(pid)),
+            }
         };
-        self.latency.record(cpu, tgid, comm, leader, ns);
+        self.latency.record(cpu, tgid, ns, name);
     }
 
     fn count_migration(

@@ -70,6 +70,9 @@ pub fn run(
                 }
                 for ev in &events {
                     analyzer.push(ev, &mut snaps);
+                    if snaps.is_empty() {
+                        continue;
+                    }
                     for s in snaps.drain(..) {
                         if stopping == Some(Ended::Count) {
                             break;

@@ -12,7 +12,7 @@
 
 use super::stats::{self, CpuSample, DomainParams, GroupStats, MigrationType, ModelRules};
 use crate::cpuset::CpuSet;
-use crate::topology::{LevelKind, Topology};
+use crate::topology::{IndexedTopology, LevelKind, Topology};
 use serde::{Deserialize, Serialize};
 
 /// The balancer's view of one domain at an instant.
@@ -146,7 +146,7 @@ impl DomainTable {
     }
 
     /// Flat index of the domain `cpu` owns at `level`.
-    pub fn index(&self, topo: &Topology, level: usize, cpu: usize) -> Option<usize> {
+    pub fn index(&self, topo: &IndexedTopology, level: usize, cpu: usize) -> Option<usize> {
         Some(self.base.get(level)? + topo.domain_index(level, cpu)?)
     }
 }

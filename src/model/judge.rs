@@ -60,7 +60,6 @@ impl Model {
             load_gap(ls.saturating_sub(task_load), ld + task_load),
         );
         let load_worse = ls + ld == 0 || load_after > load_before;
-        let key = self.topo.level_key(Some(level)).to_string();
         let (sn, dn) = (
             self.topo.node_of(src as usize),
             self.topo.node_of(dst as usize),
@@ -75,26 +74,31 @@ impl Model {
                 .collect(),
             _ => Vec::new(),
         };
-        let text = if after > before && load_worse {
+        let widened = after > before && load_worse;
+        if !widened && node_idle.is_empty() {
+            return;
+        }
+        // Most moves of a busy interval arrive after the detail list is full: count those
+        // before formatting anything.
+        if self.log.counted_only(FindingKind::HarmfulMigration) {
+            return;
+        }
+        let key = self.topo.level_key(Some(level)).to_string();
+        let text = if widened {
             format!(
                 "{} moved task {pid} CPU {src} -> {dst} in {key} domain {}: group {gs} ({ns} \
                  tasks) vs {gd} ({nd} tasks) got more imbalanced",
                 reason.name(),
                 dom.span
             )
-        } else if !node_idle.is_empty() {
+        } else {
             format!(
                 "{} moved task {pid} CPU {src} -> idle CPU {dst} on another NUMA node while \
                  CPU {} of its own node was idle",
                 reason.name(),
                 node_idle[0]
             )
-        } else {
-            return;
         };
-        if self.log.counted_only(FindingKind::HarmfulMigration) {
-            return;
-        }
         let evidence = [
             ("reason", json!(reason.name())),
             ("src_group", json!(gs.to_string())),

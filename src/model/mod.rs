@@ -31,7 +31,7 @@ pub use stats::{GroupStats, GroupType, MigrationType, ModelRules};
 
 use crate::cpuset::CpuSet;
 use crate::event::{CpuIdleType, Event, EventKind, Pid};
-use crate::topology::{LevelKind, Topology};
+use crate::topology::{IndexedTopology, LevelKind, Topology};
 use domains::DomainTable;
 use serde_json::json;
 use stats::CpuSample;
@@ -159,10 +159,13 @@ const NOHZ_KICK_MS: u64 = 10;
 /// The balancer model; see the module documentation.
 #[derive(Clone, Debug)]
 pub struct Model {
-    topo: Topology,
+    topo: IndexedTopology,
     config: ModelConfig,
     table: DomainTable,
     cpus: Vec<CpuState>,
+    /// The CPUs whose state is `known_idle`, kept as it changes so that a wakeup's check
+    /// intersects sets instead of visiting every CPU of the LLC.
+    known_idle: CpuSet,
     tasks: TaskTable,
     log: FindingLog,
     /// Migrations into each domain (flat index) this interval.
@@ -185,11 +188,12 @@ impl Model {
             .iter()
             .rposition(|l| matches!(l.kind, LevelKind::Smt | LevelKind::Cluster | LevelKind::Llc));
         Model {
-            topo: topo.clone(),
+            topo: IndexedTopology::new(topo.clone()),
             log: FindingLog::new(config.max_findings),
             config,
             table,
             cpus: vec![CpuState::default(); topo.nr_cpus],
+            known_idle: CpuSet::new(),
             tasks: TaskTable::default(),
             moves: vec![0; n],
             prev_imbalance: vec![0; n],
@@ -216,6 +220,18 @@ impl Model {
         self.cpus.get(cpu).is_some_and(CpuState::known_idle)
     }
 
+    /// Brings `known_idle` up to date after `cpu`'s state changed.
+    fn refresh_idle(&mut self, cpu: u32) {
+        match self
+            .cpus
+            .get(cpu as usize)
+            .is_some_and(CpuState::known_idle)
+        {
+            true => self.known_idle.insert(cpu as usize),
+            false => self.known_idle.remove(cpu as usize),
+        }
+    }
+
     fn samples(&self) -> Vec<CpuSample> {
         self.cpus.iter().map(CpuState::sample).collect()
     }
@@ -230,6 +246,7 @@ impl Model {
                 if let Some(c) = self.cpu_mut(cpu) {
                     c.current = Some(*next_pid);
                 }
+                self.refresh_idle(cpu);
                 self.tasks.ran(*next_pid, cpu);
             }
             EventKind::Wakeup { pid, target_cpu } => {
@@ -258,6 +275,7 @@ impl Model {
                     c.nr_running = Some(*nr_running);
                     c.pending_in = 0;
                 }
+                self.refresh_idle(*rq_cpu);
             }
             EventKind::Pelt {
                 rq_cpu,
@@ -395,22 +413,24 @@ impl Model {
         {
             return;
         }
-        let Some(span) = self.topo.span(level, target as usize) else {
+        let Some(span) = self.topo.domain_of(level, target as usize).map(|d| &d.span) else {
             return;
         };
-        let allowed = self.tasks.allowed(pid);
-        let idle: Vec<u32> = span
-            .iter()
-            .filter(|&c| c != target as usize && self.known_idle(c))
-            .filter(|&c| allowed.is_none_or(|a| a.contains(c)))
-            .map(|c| c as u32)
-            .collect();
+        let mut idle = span.and(&self.known_idle);
+        idle.remove(target as usize);
         if idle.is_empty() {
             return;
+        }
+        if let Some(a) = self.tasks.allowed(pid) {
+            idle = idle.and(a);
+            if idle.is_empty() {
+                return;
+            }
         }
         if self.log.counted_only(FindingKind::BusyWakeup) {
             return;
         }
+        let idle: Vec<u32> = idle.iter().map(|c| c as u32).collect();
         let cur = self.cpus[target as usize].current.unwrap_or(0);
         let key = self.topo.level_key(Some(level)).to_string();
         let mut cpus = vec![target];
@@ -429,7 +449,7 @@ impl Model {
             kind: FindingKind::BusyWakeup,
             t_ns: t,
             level: Some(key.clone()),
-            span: Some(span),
+            span: Some(*span),
             cpus,
             pids: vec![pid],
             evidence: findings::evidence(evidence),

@@ -24,7 +24,8 @@ pub struct LastMove {
 struct Task {
     tgid: Option<Pid>,
     cgroup: Option<u64>,
-    allowed: Option<CpuSet>,
+    /// Boxed: inline, the mask would make every entry several times larger.
+    allowed: Option<Box<CpuSet>>,
     cpu: Option<u32>,
     last_move: Option<LastMove>,
     ran: bool,
@@ -64,13 +65,13 @@ impl TaskTable {
     pub fn set_allowed(&mut self, pid: Pid, cpus: &CpuSet) {
         if pid != 0 {
             // A mask holding every online CPU is stored as is: `allowed()` then allows all.
-            self.tasks.entry(pid).or_default().allowed = Some(*cpus);
+            self.tasks.entry(pid).or_default().allowed = Some(Box::new(*cpus));
         }
     }
 
     /// Its affinity (`None` = every CPU).
     pub fn allowed(&self, pid: Pid) -> Option<&CpuSet> {
-        self.tasks.get(&pid).and_then(|t| t.allowed.as_ref())
+        self.tasks.get(&pid).and_then(|t| t.allowed.as_deref())
     }
 
     /// The last CPU it was seen on.

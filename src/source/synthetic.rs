@@ -88,7 +88,8 @@ pub struct Generator {
     queues: Vec<VecDeque<Pid>>,
     last_cpu: Vec<u32>,
     asleep: Vec<Pid>,
-    free_pids: Vec<Pid>,
+    /// Exited pids, reused oldest first.
+    free_pids: VecDeque<Pid>,
     pid_span: Pid,
     out: Vec<Event>,
 }
@@ -272,8 +273,8 @@ impl Generator {
                 tgid: old,
             },
         );
-        self.free_pids.insert(0, old);
-        let Some(pid) = self.free_pids.pop() else {
+        self.free_pids.push_front(old);
+        let Some(pid) = self.free_pids.pop_back() else {
             return;
         };
         debug_assert!(pid < PID_BASE + self.pid_span);
@@ -333,7 +334,9 @@ impl Generator {
             }
         }
         self.emit(0, EventKind::Clock);
-        std::mem::take(&mut self.out)
+        // The next batch gets room for a whole batch up front: growing it by doubling copied
+        // every event several times over.
+        std::mem::replace(&mut self.out, Vec::with_capacity(n + 16))
     }
 
     /// The event time reached.

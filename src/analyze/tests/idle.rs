@@ -286,3 +286,94 @@ fn status_query_follows_the_accounting() {
     feed(&mut a, &[switch(300, 0, 10, 1, 20)]);
     assert!(statuses(&a).iter().all(|s| s.2 == WaitStatus::None));
 }
+
+/// The status of a span straight from the definition, for checking the counters the
+/// accounting keeps: movable when some waiter could run on an idle CPU of the span other
+/// than its own, pinned when waiters and other idle CPUs exist but no waiter may move.
+fn status_by_definition(
+    span: &CpuSet,
+    idle: &CpuSet,
+    waiters: &[(Pid, u32, Option<CpuSet>)],
+) -> WaitStatus {
+    let idle = idle.and(span);
+    let mut pinned = false;
+    for (_, cpu, allowed) in waiters.iter().filter(|w| span.contains(w.1 as usize)) {
+        let mut others = idle;
+        others.remove(*cpu as usize);
+        if others.is_empty() {
+            continue;
+        }
+        if allowed.is_none_or(|a| a.intersects(&others)) {
+            return WaitStatus::Movable;
+        }
+        pinned = true;
+    }
+    if pinned {
+        WaitStatus::Pinned
+    } else {
+        WaitStatus::None
+    }
+}
+
+#[test]
+fn domain_counters_agree_with_the_definition() {
+    let topo = Topology::synthetic(
+        &[
+            (LevelKind::Smt, "SMT", 2),
+            (LevelKind::Llc, "MC", 4),
+            (LevelKind::Numa, "NUMA", 8),
+        ],
+        8,
+    );
+    let mut acc = crate::analyze::idle::IdleAccounting::new(&topo, |_, _| 1_000);
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut below = |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    let masks = [None, Some("0"), Some("1,5"), Some("2-3"), Some("0-7")]
+        .map(|m| m.map(|m| CpuSet::parse_list(m).unwrap()));
+    let mut idle = CpuSet::new();
+    let mut waiters: Vec<(Pid, u32, Option<CpuSet>, crate::analyze::idle::WaitSlot)> = Vec::new();
+    for step in 0..20_000u64 {
+        match below(3) {
+            0 => {
+                let cpu = below(8) as u32;
+                let on = below(2) == 0;
+                acc.set_idle(cpu, on);
+                if on {
+                    idle.insert(cpu as usize);
+                } else {
+                    idle.remove(cpu as usize);
+                }
+            }
+            1 if waiters.len() < 12 => {
+                let (pid, cpu) = (step as Pid + 1, below(8) as u32);
+                let allowed = masks[below(masks.len() as u64) as usize];
+                let counted = below(5) != 0;
+                let slot = acc.add_waiter(pid, cpu, counted, allowed.as_ref());
+                waiters.push((pid, cpu, allowed, slot));
+            }
+            _ if !waiters.is_empty() => {
+                let (pid, _, _, slot) = waiters.swap_remove(below(waiters.len() as u64) as usize);
+                acc.remove_waiter(pid, slot);
+            }
+            _ => {}
+        }
+        acc.settle(step);
+        let counted: Vec<(Pid, u32, Option<CpuSet>)> = waiters
+            .iter()
+            .filter(|w| w.3.counted())
+            .map(|w| (w.0, w.1, w.2))
+            .collect();
+        for (_, span, status) in acc.statuses() {
+            assert_eq!(
+                status,
+                status_by_definition(span, &idle, &counted),
+                "step {step}, span {span}, idle {idle}"
+            );
+        }
+    }
+}

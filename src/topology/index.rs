@@ -1,0 +1,139 @@
+//! `IndexedTopology`: a [`Topology`] with per-CPU tables for the queries the analyzer and the
+//! model ask for every migration and wakeup: which domain a CPU owns at a level, the level a
+//! move crossed, the NUMA node of a CPU. [`Topology`] answers them by searching the level's
+//! domains (128 of them at the SMT level of a 256-CPU machine); the tables answer by index.
+//!
+//! It dereferences to the [`Topology`] it was built from, and its own methods, named as
+//! `Topology`'s, take precedence over them: callers holding one get the same answers faster.
+//!
+//! Invariants: `owner[level][cpu]` is the index of the first domain of that level whose `cpus`
+//! hold `cpu` ([`Level::domain_index`]), `node[cpu]` the first NUMA node holding it, both
+//! [`NONE`] where there is none; CPUs past the tables have none.
+
+use super::{Domain, Level, Topology};
+use crate::cpuset::CpuSet;
+use std::ops::Deref;
+
+/// No domain or node.
+const NONE: u32 = u32::MAX;
+
+/// A topology with its per-CPU lookup tables; see the module documentation.
+#[derive(Clone, Debug)]
+pub struct IndexedTopology {
+    topo: Topology,
+    owner: Vec<Vec<u32>>,
+    node: Vec<u32>,
+}
+
+impl Deref for IndexedTopology {
+    type Target = Topology;
+
+    fn deref(&self) -> &Topology {
+        &self.topo
+    }
+}
+
+/// `table[cpu] = value` for every CPU of `set` not yet given one, growing the table.
+fn fill(table: &mut Vec<u32>, set: &CpuSet, value: usize) {
+    for c in set.iter() {
+        if table.len() <= c {
+            table.resize(c + 1, NONE);
+        }
+        if table[c] == NONE {
+            table[c] = value as u32;
+        }
+    }
+}
+
+impl IndexedTopology {
+    /// Builds the tables of `topo`.
+    pub fn new(topo: Topology) -> IndexedTopology {
+        let owner = topo
+            .levels
+            .iter()
+            .map(|l: &Level| {
+                let mut t = Vec::new();
+                for (i, d) in l.domains.iter().enumerate() {
+                    fill(&mut t, &d.cpus, i);
+                }
+                t
+            })
+            .collect();
+        let mut node = Vec::new();
+        for (i, n) in topo.numa_nodes.iter().enumerate() {
+            fill(&mut node, n, i);
+        }
+        IndexedTopology { topo, owner, node }
+    }
+
+    /// [`Topology::domain_index`] by table.
+    pub fn domain_index(&self, level: usize, cpu: usize) -> Option<usize> {
+        let i = *self.owner.get(level)?.get(cpu)?;
+        (i != NONE).then_some(i as usize)
+    }
+
+    /// [`Topology::domain_of`] by table.
+    pub fn domain_of(&self, level: usize, cpu: usize) -> Option<&Domain> {
+        let i = self.domain_index(level, cpu)?;
+        self.topo.levels[level].domains.get(i)
+    }
+
+    /// [`Topology::span`] by table.
+    pub fn span(&self, level: usize, cpu: usize) -> Option<CpuSet> {
+        self.domain_of(level, cpu).map(|d| d.span)
+    }
+
+    /// [`Topology::crossed_level`] by table.
+    pub fn crossed_level(&self, src: usize, dst: usize) -> Option<usize> {
+        if src == dst || !self.topo.online.contains(src) || !self.topo.online.contains(dst) {
+            return None;
+        }
+        (0..self.owner.len())
+            .find(|&l| self.domain_of(l, dst).is_some_and(|d| d.span.contains(src)))
+    }
+
+    /// [`Topology::node_of`] by table.
+    pub fn node_of(&self, cpu: usize) -> Option<usize> {
+        let n = *self.node.get(cpu)?;
+        (n != NONE).then_some(n as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::LevelKind;
+
+    /// Every query agrees with the topology's own search, on a machine with overlapping NUMA
+    /// domains and on a synthetic one, for every CPU pair and a few CPUs past the end.
+    #[test]
+    fn tables_answer_as_the_search_does() {
+        let synthetic = Topology::synthetic(
+            &[
+                (LevelKind::Smt, "SMT", 2),
+                (LevelKind::Llc, "MC", 8),
+                (LevelKind::Numa, "NUMA", 32),
+            ],
+            32,
+        );
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs");
+        let mut topos = vec![synthetic];
+        for entry in std::fs::read_dir(root).unwrap() {
+            topos.push(Topology::from_root(&entry.unwrap().path()).unwrap());
+        }
+        for topo in topos {
+            let ix = IndexedTopology::new(topo.clone());
+            let n = topo.nr_cpus + 3;
+            for a in 0..n {
+                assert_eq!(ix.node_of(a), topo.node_of(a));
+                for l in 0..topo.levels.len() + 1 {
+                    assert_eq!(ix.domain_index(l, a), topo.domain_index(l, a));
+                    assert_eq!(ix.span(l, a), topo.span(l, a));
+                }
+                for b in 0..n {
+                    assert_eq!(ix.crossed_level(a, b), topo.crossed_level(a, b));
+                }
+            }
+        }
+    }
+}
