@@ -53,8 +53,8 @@ impl Default for SyntheticConfig {
     }
 }
 
-/// The machine the stream runs on: SMT pairs, LLCs of 16 CPUs, NUMA nodes of half the CPUs
-/// (for 32 CPUs or more).
+/// The machine the stream runs on: SMT pairs and LLCs of 16 CPUs; from 32 CPUs on, each LLC
+/// is a NUMA node, all under one NUMA level spanning the machine.
 pub fn topology(cpus: usize) -> Topology {
     let mut levels = vec![(LevelKind::Smt, "SMT", 2), (LevelKind::Llc, "MC", 16)];
     if cpus >= 32 {
