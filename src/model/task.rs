@@ -31,6 +31,9 @@ struct Task {
     ran: bool,
 }
 
+/// The id of the unified hierarchy's root cgroup (its kernfs root node).
+pub const ROOT_CGROUP: u64 = 1;
+
 /// Threads per bucket ([`TaskTable::spread`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Spread {
@@ -135,8 +138,8 @@ impl TaskTable {
     }
 
     /// How the threads that ran this interval and may run on every bucket sit in the buckets:
-    /// per process (by tgid), and per cgroup holding more than one such process (with its
-    /// processes), both sorted by id.
+    /// per process (by tgid), and per cgroup other than the root holding more than one such
+    /// process (with its processes), both sorted by id.
     pub fn spread(&self, buckets: &[CpuSet]) -> Spread {
         use std::collections::{BTreeMap, BTreeSet};
         let mut procs: BTreeMap<Pid, Vec<u64>> = BTreeMap::new();
@@ -152,7 +155,8 @@ impl TaskTable {
             }
             if let Some(i) = buckets.iter().position(|b| b.contains(cpu as usize)) {
                 procs.entry(tgid).or_insert_with(|| vec![0; buckets.len()])[i] += 1;
-                if let Some(cg) = t.cgroup {
+                // The root cgroup holds whatever was never put anywhere: no one's job.
+                if let Some(cg) = t.cgroup.filter(|&cg| cg != ROOT_CGROUP) {
                     let g = groups
                         .entry(cg)
                         .or_insert_with(|| (vec![0; buckets.len()], BTreeSet::new()));

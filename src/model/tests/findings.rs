@@ -362,21 +362,20 @@ fn uneven_spread_held_within_the_interval_is_reported_once() {
     assert_eq!(count(&spread_until(90 * MS), FindingKind::UnevenSpread), 0);
 }
 
-#[test]
-fn uneven_spread_of_a_cgroup_of_several_processes() {
-    // Processes 100 (three threads) and 200 (two) of cgroup /job, all on node 0 while CPU 7
-    // idles: neither process alone has the threads to be judged, the cgroup has.
-    let cg = |pid| {
-        ev(
-            0,
-            0,
-            EventKind::Cgroup {
-                pid,
-                id: 7,
-                path: Some("/job".into()),
-            },
-        )
-    };
+fn cgroup(pid: u32, id: u64) -> Event {
+    ev(
+        0,
+        0,
+        EventKind::Cgroup {
+            pid,
+            id,
+            path: Some(if id == 1 { "/" } else { "/job" }.into()),
+        },
+    )
+}
+
+/// Processes 100 (three threads) and 200 (two) of cgroup `id`, all on node 0; CPU 7 idles.
+fn uneven_cgroup_events(id: u64) -> Vec<Event> {
     let mut evs = vec![switch(0, 7, 0, 1, 0)];
     for (i, (tgid, cpu)) in [(100, 0u32), (100, 1), (100, 2), (200, 3), (200, 0)]
         .iter()
@@ -384,10 +383,17 @@ fn uneven_spread_of_a_cgroup_of_several_processes() {
     {
         let pid = 300 + i as u32;
         evs.push(task(0, pid, *tgid, "job"));
-        evs.push(cg(pid));
+        evs.push(cgroup(pid, id));
         evs.push(switch(10 + i as u64, *cpu, 0, 0, pid));
     }
-    let s = one(topo3(), &evs);
+    evs
+}
+
+#[test]
+fn uneven_spread_of_a_cgroup_of_several_processes() {
+    // Processes 100 (three threads) and 200 (two) of cgroup /job, all on node 0 while CPU 7
+    // idles: neither process alone has the threads to be judged, the cgroup has.
+    let s = one(topo3(), &uneven_cgroup_events(7));
     assert_eq!(count(&s, FindingKind::UnevenSpread), 1, "{:?}", s.findings);
     let f = &s.findings[0];
     assert_eq!(f.evidence["cgroup"], 7);
@@ -400,6 +406,7 @@ fn uneven_spread_of_a_cgroup_of_several_processes() {
         f.text
     );
     // One process alone in its cgroup is judged as a process, once.
+    let cg = |pid| cgroup(pid, 7);
     let mut evs = vec![switch(0, 7, 0, 1, 0)];
     for (i, cpu) in [0u32, 1, 2, 3, 0].iter().enumerate() {
         let pid = 300 + i as u32;
@@ -410,6 +417,9 @@ fn uneven_spread_of_a_cgroup_of_several_processes() {
     let s = one(topo3(), &evs);
     assert_eq!(count(&s, FindingKind::UnevenSpread), 1, "{:?}", s.findings);
     assert_eq!(s.findings[0].evidence["tgid"], 100);
+    // The root cgroup (id 1) holds whatever was never placed: not judged.
+    let root: Vec<Event> = uneven_cgroup_events(crate::model::task::ROOT_CGROUP);
+    assert_eq!(count(&one(topo3(), &root), FindingKind::UnevenSpread), 0);
 }
 
 #[test]
