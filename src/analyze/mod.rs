@@ -78,6 +78,15 @@ impl TaskState {
     }
 }
 
+/// Marks task `pid` (its state `t`) waiting on `cpu` in the idle accounting, moving it if it
+/// waited elsewhere. A free function so that callers keep their one lookup of the entry.
+fn wait_on(idle: &mut IdleAccounting, t: &mut TaskState, pid: Pid, cpu: u32, counted: bool) {
+    if let Some(old) = t.wait.take() {
+        idle.remove_waiter(pid, old);
+    }
+    t.wait = Some(idle.add_waiter(pid, cpu, counted, t.allowed.as_deref()));
+}
+
 /// What is known of a CPU (`None` = not seen yet).
 #[derive(Clone, Debug, Default)]
 struct CpuState {
@@ -461,13 +470,7 @@ impl Analyzer {
         let counted = self.task_matches(pid);
         let t = self.tasks.entry(pid).or_default();
         t.enqueue_ts = Some(ts);
-        if let Some(old) = t.wait.take() {
-            self.idle.remove_waiter(pid, old);
-        }
-        t.wait = Some(
-            self.idle
-                .add_waiter(pid, cpu, counted, t.allowed.as_deref()),
-        );
+        wait_on(&mut self.idle, t, pid, cpu, counted);
     }
 
     /// `pid` stopped waiting without running (it slept, or exits); its entry goes if nothing
@@ -536,13 +539,7 @@ impl Analyzer {
     fn start_wait(&mut self, pid: Pid, cpu: u32) {
         let counted = self.task_matches(pid);
         let t = self.tasks.entry(pid).or_default();
-        if let Some(old) = t.wait.take() {
-            self.idle.remove_waiter(pid, old);
-        }
-        t.wait = Some(
-            self.idle
-                .add_waiter(pid, cpu, counted, t.allowed.as_deref()),
-        );
+        wait_on(&mut self.idle, t, pid, cpu, counted);
     }
 
     fn stop_wait(&mut self, pid: Pid) {
