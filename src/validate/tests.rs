@@ -4,7 +4,7 @@
 use super::*;
 use crate::event::{MigrateContext, ReasonSource};
 use crate::model::ModelRules;
-use crate::topology::{LevelKind, Topology};
+use crate::topology::Topology;
 
 fn balance(
     ts: u64,
@@ -283,14 +283,7 @@ fn decisions_are_judged_in_time_order_across_batches() {
 
 #[test]
 fn levels_are_named_by_span_weight() {
-    let topo = Topology::synthetic(
-        &[
-            (LevelKind::Smt, "SMT", 2),
-            (LevelKind::Llc, "MC", 4),
-            (LevelKind::Numa, "NUMA", 8),
-        ],
-        8,
-    );
+    let topo = crate::analyze::tests::topo3();
     let mut evs = Vec::new();
     for c in 0..8 {
         evs.push(switch(10, c, 0));

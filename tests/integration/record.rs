@@ -314,6 +314,7 @@ fn diff_of_two_live_runs_and_exports() {
     );
 }
 
+#[cfg(feature = "bpf")]
 #[test]
 fn a_task_s_cgroup_is_recorded_with_its_path() {
     let Some(_g) = live_guard() else { return };

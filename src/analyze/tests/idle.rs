@@ -317,14 +317,7 @@ fn status_by_definition(
 
 #[test]
 fn domain_counters_agree_with_the_definition() {
-    let topo = Topology::synthetic(
-        &[
-            (LevelKind::Smt, "SMT", 2),
-            (LevelKind::Llc, "MC", 4),
-            (LevelKind::Numa, "NUMA", 8),
-        ],
-        8,
-    );
+    let topo = topo3();
     let mut acc = crate::analyze::idle::IdleAccounting::new(&topo, |_, _| 1_000);
     let mut rng = 0x2545_f491_4f6c_dd1du64;
     let mut below = |n: u64| {
