@@ -244,9 +244,12 @@ static __always_inline void note_task(const bool btf, __u64 ts, struct task_stru
 	if (!k) {
 		nk.tgid = RD(btf, p, tgid);
 		nk.mask_hash = mask_hash_of(btf, p, NULL);
-		bpf_map_update_elem(&known, &pid, &nk, BPF_ANY);
+		/* Announce first, remember after: another CPU that then finds the task known
+		 * reserves its records behind these, so no event of a task reaches user space
+		 * before its name (two CPUs may both announce it, which is harmless). */
 		emit_task(ts, p, pid, nk.tgid, 0);
 		emit_affinity(btf, ts, p, pid);
+		bpf_map_update_elem(&known, &pid, &nk, BPF_ANY);
 		return;
 	}
 	if (check_mask) {
@@ -525,8 +528,8 @@ static __always_inline int h_exec(const bool btf, __u64 ts, __u64 *ctx)
 
 	nk.tgid = RD(btf, p, tgid);
 	nk.mask_hash = mask_hash_of(btf, p, NULL);
-	bpf_map_update_elem(&known, &pid, &nk, BPF_ANY);
 	emit_task(ts, p, pid, nk.tgid, 1);
+	bpf_map_update_elem(&known, &pid, &nk, BPF_ANY);
 	return 0;
 }
 

@@ -24,6 +24,7 @@ mod idle;
 mod latency;
 mod migrations;
 mod snapshot;
+mod task;
 #[cfg(test)]
 pub(crate) mod tests;
 
@@ -42,50 +43,16 @@ use crate::event::{Event, EventKind, Pid, Reason, ReasonSource};
 use crate::model::{IdleStretch, Model};
 use crate::topology::{IndexedTopology, Topology};
 use idhash::IdMap;
-use idle::{IdleAccounting, WaitSlot};
+use idle::IdleAccounting;
 use latency::LatencyCollector;
 use migrations::MigrationCounter;
 use std::collections::BTreeMap;
+use task::{wait_on, TaskState, EXITED_GRACE_NS};
 
 /// A silence longer than this many intervals (no event, not even a `Clock` tick) is reported
 /// as one long snapshot after the interrupted one, instead of one empty snapshot per
 /// interval: a bogus far-future timestamp must not make the analyzer emit millions of them.
 pub const MAX_EMPTY_INTERVALS: u64 = 3600;
-
-/// What is known of a task.
-#[derive(Clone, Debug, Default)]
-struct TaskState {
-    tgid: Option<u32>,
-    comm: Option<String>,
-    /// `None` = every CPU (the default, and any mask containing every CPU). Boxed: a
-    /// restricted mask is rare, and inline it would make every task's entry five times
-    /// larger and the task table that much less cache-friendly.
-    allowed: Option<Box<CpuSet>>,
-    /// runqlat's enqueue timestamp.
-    enqueue_ts: Option<u64>,
-    /// Where it waits, while it is runnable and not running.
-    wait: Option<WaitSlot>,
-}
-
-impl TaskState {
-    /// Nothing worth keeping: the entry can go.
-    fn is_empty(&self) -> bool {
-        self.tgid.is_none()
-            && self.comm.is_none()
-            && self.allowed.is_none()
-            && self.enqueue_ts.is_none()
-            && self.wait.is_none()
-    }
-}
-
-/// Marks task `pid` (its state `t`) waiting on `cpu` in the idle accounting, moving it if it
-/// waited elsewhere. A free function so that callers keep their one lookup of the entry.
-fn wait_on(idle: &mut IdleAccounting, t: &mut TaskState, pid: Pid, cpu: u32, counted: bool) {
-    if let Some(old) = t.wait.take() {
-        idle.remove_waiter(pid, old);
-    }
-    t.wait = Some(idle.add_waiter(pid, cpu, counted, t.allowed.as_deref()));
-}
 
 /// What is known of a CPU (`None` = not seen yet).
 #[derive(Clone, Debug, Default)]
@@ -114,6 +81,10 @@ pub struct Analyzer {
     events: u64,
     cpus: Vec<CpuState>,
     tasks: IdMap<Pid, TaskState>,
+    /// Identity (tgid, comm) of tasks that exited, kept for [`EXITED_GRACE_NS`] so that the
+    /// task filter still knows them: an exiting task can still block and be woken, and moved,
+    /// after `sched_process_exit`. Only filled while a task filter is active.
+    exited: IdMap<Pid, (Option<u32>, Option<String>, u64)>,
     idle: IdleAccounting,
     migrations: MigrationCounter,
     latency: LatencyCollector,
@@ -146,6 +117,7 @@ impl Analyzer {
             events: 0,
             cpus: vec![CpuState::default(); nr],
             tasks: IdMap::default(),
+            exited: IdMap::default(),
             lost: 0,
             lost_by_cpu: BTreeMap::new(),
             lost_total: 0,
@@ -279,6 +251,8 @@ impl Analyzer {
     /// Ends the open interval at `end`, returns its snapshot and opens the next one there.
     fn close(&mut self, end: u64, partial: bool) -> Snapshot {
         let start = self.start.unwrap_or(end);
+        self.exited
+            .retain(|_, (_, _, at)| end.saturating_sub(*at) < EXITED_GRACE_NS);
         let len = end.saturating_sub(start);
         self.idle.flush(end);
         let filter = &self.config.filter;
@@ -397,7 +371,16 @@ impl Analyzer {
             EventKind::Affinity { pid, cpus } => self.on_affinity(*pid, cpus),
             EventKind::Exit { pid, .. } => {
                 self.stop_wait(*pid);
-                self.tasks.remove(pid);
+                if let Some(t) = self.tasks.remove(pid) {
+                    if self.config.filter.filters_tasks() {
+                        if self.exited.len() >= 4096 {
+                            let now = ev.ts_ns;
+                            self.exited
+                                .retain(|_, (_, _, at)| now.saturating_sub(*at) < EXITED_GRACE_NS);
+                        }
+                        self.exited.insert(*pid, (t.tgid, t.comm, ev.ts_ns));
+                    }
+                }
             }
             EventKind::Lost { count } => {
                 self.lost += count;
@@ -527,12 +510,15 @@ impl Analyzer {
         if !f.filters_tasks() {
             return true;
         }
-        let t = self.tasks.get(&pid);
-        f.matches_task(
-            pid,
-            t.and_then(|t| t.tgid),
-            t.and_then(|t| t.comm.as_deref()),
-        )
+        match self.tasks.get(&pid) {
+            Some(t) => f.matches_task(pid, t.tgid, t.comm.as_deref()),
+            None => match self.exited.get(&pid) {
+                Some((tgid, comm, at)) if self.now.saturating_sub(*at) < EXITED_GRACE_NS => {
+                    f.matches_task(pid, *tgid, comm.as_deref())
+                }
+                _ => f.matches_task(pid, None, None),
+            },
+        }
     }
 
     /// Marks `pid` waiting on `cpu`, moving it if it waited elsewhere.

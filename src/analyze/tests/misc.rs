@@ -357,3 +357,25 @@ fn a_reused_pid_starts_afresh() {
         assert_eq!((d.pinned_ns, d.movable_ns), (100, 2_000), "{d:?}");
     }
 }
+
+#[test]
+fn a_filtered_task_moved_after_its_exit_still_counts() {
+    // An exiting thread can block after sched_process_exit and be moved by its wakeup: the
+    // comm filter still knows it for a second.
+    let f = Filter {
+        comm: Some("web".to_string()),
+        ..Filter::default()
+    };
+    let mut a = analyzer_with(topo3(), LONG, f);
+    let evs = vec![
+        task(0, 11, 10, "web"),
+        exit(1_000, 11, 10),
+        migrate(2_000, 11, 1, 0, Reason::Wakeup),
+        migrate(2_000_000_000, 11, 0, 1, Reason::Wakeup),
+    ];
+    let s = &run(&mut a, &evs)[0];
+    assert_eq!(
+        s.migrations.total, 1,
+        "the move 1 us after exit, not 2 s after"
+    );
+}

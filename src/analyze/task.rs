@@ -1,0 +1,51 @@
+//! What the analyzer keeps per task (identity, affinity, runqlat's enqueue time, where it
+//! waits) and how a task's wait moves in the idle accounting. An entry goes when nothing is
+//! left in it, or at the task's exit.
+
+use super::idle::{IdleAccounting, WaitSlot};
+use crate::cpuset::CpuSet;
+use crate::event::Pid;
+
+/// What is known of a task.
+#[derive(Clone, Debug, Default)]
+pub(super) struct TaskState {
+    pub(super) tgid: Option<u32>,
+    pub(super) comm: Option<String>,
+    /// `None` = every CPU (the default, and any mask containing every CPU). Boxed: a
+    /// restricted mask is rare, and inline it would make every task's entry five times
+    /// larger and the task table that much less cache-friendly.
+    pub(super) allowed: Option<Box<CpuSet>>,
+    /// runqlat's enqueue timestamp.
+    pub(super) enqueue_ts: Option<u64>,
+    /// Where it waits, while it is runnable and not running.
+    pub(super) wait: Option<WaitSlot>,
+}
+
+impl TaskState {
+    /// Nothing worth keeping: the entry can go.
+    pub(super) fn is_empty(&self) -> bool {
+        self.tgid.is_none()
+            && self.comm.is_none()
+            && self.allowed.is_none()
+            && self.enqueue_ts.is_none()
+            && self.wait.is_none()
+    }
+}
+
+/// Marks task `pid` (its state `t`) waiting on `cpu` in the idle accounting, moving it if it
+/// waited elsewhere. A free function so that callers keep their one lookup of the entry.
+pub(super) fn wait_on(
+    idle: &mut IdleAccounting,
+    t: &mut TaskState,
+    pid: Pid,
+    cpu: u32,
+    counted: bool,
+) {
+    if let Some(old) = t.wait.take() {
+        idle.remove_waiter(pid, old);
+    }
+    t.wait = Some(idle.add_waiter(pid, cpu, counted, t.allowed.as_deref()));
+}
+
+/// How long an exited task's identity is kept for the task filter.
+pub(super) const EXITED_GRACE_NS: u64 = 1_000_000_000;
