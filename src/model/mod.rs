@@ -198,7 +198,7 @@ impl Model {
             moves: vec![0; n],
             prev_imbalance: vec![0; n],
             llc_level,
-            spread: Default::default(),
+            spread: spread::SpreadWatch::new(topo, llc_level),
         }
     }
 

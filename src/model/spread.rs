@@ -18,8 +18,10 @@ use super::stats;
 use super::{Finding, FindingKind, Model};
 use crate::cpuset::CpuSet;
 use crate::event::Pid;
+use crate::topology::Topology;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// How often the spread is sampled, in event time.
 pub const SAMPLE_NS: u64 = 20_000_000;
@@ -34,6 +36,12 @@ enum Owner {
 /// The sampling state of the uneven_spread judge.
 #[derive(Clone, Debug, Default)]
 pub(super) struct SpreadWatch {
+    /// What the spread is judged over, fixed by the topology: NUMA nodes, or LLCs on a
+    /// single-node machine with several; empty when the machine has neither (nothing to
+    /// judge). Shared so that a judgement can read them while it updates the rest.
+    buckets: Arc<[CpuSet]>,
+    /// The buckets' name: "node" or "llc".
+    by: &'static str,
     /// Event time of the next sample; 0 before the first event.
     next_ns: u64,
     /// Owners uneven at the latest sample: since when (first sample of the run).
@@ -45,6 +53,31 @@ pub(super) struct SpreadWatch {
 }
 
 impl SpreadWatch {
+    /// The watch of `topo`, whose LLC level (if any) is `llc_level`.
+    pub(super) fn new(topo: &Topology, llc_level: Option<usize>) -> Self {
+        let nodes: Vec<CpuSet> = topo
+            .numa_nodes
+            .iter()
+            .filter(|n| !n.is_empty())
+            .copied()
+            .collect();
+        let (buckets, by) = if nodes.len() > 1 {
+            (nodes, "node")
+        } else if let Some(l) = llc_level.filter(|&l| topo.levels[l].domains.len() > 1) {
+            (
+                topo.levels[l].domains.iter().map(|d| d.span).collect(),
+                "llc",
+            )
+        } else {
+            (Vec::new(), "node")
+        };
+        SpreadWatch {
+            buckets: buckets.into(),
+            by,
+            ..Default::default()
+        }
+    }
+
     /// Cgroup `id` is `path`.
     pub(super) fn name_cgroup(&mut self, id: u64, path: &str) {
         if self.cgroup_paths.get(&id).map(String::as_str) != Some(path) {
@@ -66,34 +99,15 @@ struct Uneven {
 impl Model {
     /// Samples the spread when `t` reaches the next sample time.
     pub(super) fn spread_tick(&mut self, t: u64) {
+        if self.spread.buckets.is_empty() {
+            return;
+        }
         if self.spread.next_ns == 0 {
             self.spread.next_ns = t.saturating_add(SAMPLE_NS);
         } else if t >= self.spread.next_ns {
             self.spread.next_ns = t.saturating_add(SAMPLE_NS);
             self.spread_sample(t);
         }
-    }
-
-    /// The buckets the spread is judged over: NUMA nodes, or LLCs on a single-node machine
-    /// with several; with the bucket's name.
-    fn spread_buckets(&self) -> Option<(Vec<CpuSet>, &'static str)> {
-        let nodes: Vec<CpuSet> = self
-            .topo
-            .numa_nodes
-            .iter()
-            .filter(|n| !n.is_empty())
-            .copied()
-            .collect();
-        if nodes.len() > 1 {
-            return Some((nodes, "node"));
-        }
-        let l = self
-            .llc_level
-            .filter(|&l| self.topo.levels[l].domains.len() > 1)?;
-        Some((
-            self.topo.levels[l].domains.iter().map(|d| d.span).collect(),
-            "llc",
-        ))
     }
 
     /// Every process and cgroup whose threads sit unevenly over `buckets` now.
@@ -146,9 +160,7 @@ impl Model {
     /// One sample: extends or ends each process's uneven run, and reports the runs that
     /// have held for `spread_hold_ns`.
     fn spread_sample(&mut self, t: u64) {
-        let Some((buckets, by)) = self.spread_buckets() else {
-            return;
-        };
+        let (buckets, by) = (Arc::clone(&self.spread.buckets), self.spread.by);
         let now = self.uneven_now(&buckets);
         let uneven: BTreeSet<Owner> = now.iter().map(|u| u.owner).collect();
         self.spread.runs.retain(|o, _| uneven.contains(o));
@@ -164,7 +176,8 @@ impl Model {
     /// At the interval close: reports every process and cgroup uneven now and not reported
     /// yet this interval, then opens the next interval.
     pub(super) fn uneven_spread(&mut self, end: u64) {
-        if let Some((buckets, by)) = self.spread_buckets() {
+        let (buckets, by) = (Arc::clone(&self.spread.buckets), self.spread.by);
+        if !buckets.is_empty() {
             for u in self.uneven_now(&buckets) {
                 if self.spread.reported.contains(&u.owner) {
                     continue;
