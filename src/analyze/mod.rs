@@ -47,7 +47,7 @@ use idle::IdleAccounting;
 use latency::LatencyCollector;
 use migrations::MigrationCounter;
 use std::collections::BTreeMap;
-use task::{wait_on, TaskState, EXITED_GRACE_NS};
+use task::{forget_exited, wait_on, Exited, TaskState, EXITED_GRACE_NS};
 
 /// A silence longer than this many intervals (no event, not even a `Clock` tick) is reported
 /// as one long snapshot after the interrupted one, instead of one empty snapshot per
@@ -84,7 +84,7 @@ pub struct Analyzer {
     /// Identity (tgid, comm) of tasks that exited, kept for [`EXITED_GRACE_NS`] so that the
     /// task filter still knows them: an exiting task can still block and be woken, and moved,
     /// after `sched_process_exit`. Only filled while a task filter is active.
-    exited: IdMap<Pid, (Option<u32>, Option<String>, u64)>,
+    exited: Exited,
     idle: IdleAccounting,
     migrations: MigrationCounter,
     latency: LatencyCollector,
@@ -251,8 +251,7 @@ impl Analyzer {
     /// Ends the open interval at `end`, returns its snapshot and opens the next one there.
     fn close(&mut self, end: u64, partial: bool) -> Snapshot {
         let start = self.start.unwrap_or(end);
-        self.exited
-            .retain(|_, (_, _, at)| end.saturating_sub(*at) < EXITED_GRACE_NS);
+        forget_exited(&mut self.exited, end);
         let len = end.saturating_sub(start);
         self.idle.flush(end);
         let filter = &self.config.filter;
@@ -374,9 +373,7 @@ impl Analyzer {
                 if let Some(t) = self.tasks.remove(pid) {
                     if self.config.filter.filters_tasks() {
                         if self.exited.len() >= 4096 {
-                            let now = ev.ts_ns;
-                            self.exited
-                                .retain(|_, (_, _, at)| now.saturating_sub(*at) < EXITED_GRACE_NS);
+                            forget_exited(&mut self.exited, ev.ts_ns);
                         }
                         self.exited.insert(*pid, (t.tgid, t.comm, ev.ts_ns));
                     }

@@ -2,6 +2,7 @@
 //! waits) and how a task's wait moves in the idle accounting. An entry goes when nothing is
 //! left in it, or at the task's exit.
 
+use super::idhash::IdMap;
 use super::idle::{IdleAccounting, WaitSlot};
 use crate::cpuset::CpuSet;
 use crate::event::Pid;
@@ -49,3 +50,11 @@ pub(super) fn wait_on(
 
 /// How long an exited task's identity is kept for the task filter.
 pub(super) const EXITED_GRACE_NS: u64 = 1_000_000_000;
+
+/// Identity (tgid, comm) of tasks that exited, with the time they exited.
+pub(super) type Exited = IdMap<Pid, (Option<u32>, Option<String>, u64)>;
+
+/// Forgets the exited tasks whose grace ([`EXITED_GRACE_NS`]) is over at `now`.
+pub(super) fn forget_exited(exited: &mut Exited, now: u64) {
+    exited.retain(|_, (_, _, at)| now.saturating_sub(*at) < EXITED_GRACE_NS);
+}
