@@ -221,6 +221,32 @@ pub enum EventKind {
     /// when no busiest group was found) or at `detach_task` (`pid` Some: the task it moves).
     /// `cpu` is where the balancer runs (normally `dst_cpu`).
     Balance(Box<Balance>),
+    /// Run-queue latency folded in the kernel since the previous `Fold` (live `--fold`): the
+    /// source streams no per-task wait, so the analyzer takes latency from these alone. A
+    /// folded source sends an empty one first, before any other event.
+    Fold(Box<Fold>),
+}
+
+/// Histograms folded in the kernel over one flush period (see [`EventKind::Fold`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fold {
+    /// Samples of tasks that started to run on each CPU (CPUs without samples left out).
+    pub by_cpu: Vec<(u32, FoldedHist)>,
+    /// The same samples by process (thread-group id). Processes past the kernel table's
+    /// room are in `by_cpu` only.
+    pub by_tgid: Vec<(Pid, FoldedHist)>,
+}
+
+/// One latency histogram as the kernel folds it, in the analyzer's own buckets: runqlat's
+/// log2 microsecond slots and the log-linear nanosecond buckets, trailing zeros dropped,
+/// with the exact count, minimum and maximum.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FoldedHist {
+    pub count: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub log2: Vec<u64>,
+    pub fine: Vec<u64>,
 }
 
 /// The balancer's view in [`EventKind::Balance`], as `struct lb_env` held it.

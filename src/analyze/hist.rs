@@ -93,6 +93,28 @@ impl LatHist {
         self.fine[i] += 1;
     }
 
+    /// A histogram folded in the kernel, checked: `None` unless its slots and buckets fit and
+    /// each sums to its count (a damaged or crafted recording cannot corrupt the figures).
+    pub fn from_folded(f: &crate::event::FoldedHist) -> Option<LatHist> {
+        if f.log2.len() > LOG2_SLOTS
+            || f.fine.len() > FINE_LEN
+            || f.log2.iter().try_fold(0u64, |a, c| a.checked_add(*c)) != Some(f.count)
+            || f.fine.iter().try_fold(0u64, |a, c| a.checked_add(*c)) != Some(f.count)
+            || (f.count > 0 && f.min_ns > f.max_ns)
+        {
+            return None;
+        }
+        let mut log2 = [0u64; LOG2_SLOTS];
+        log2[..f.log2.len()].copy_from_slice(&f.log2);
+        Some(LatHist {
+            count: f.count,
+            min_ns: f.min_ns,
+            max_ns: f.max_ns,
+            fine: f.fine.clone(),
+            log2,
+        })
+    }
+
     /// Adds every sample of `other`.
     pub fn merge(&mut self, other: &LatHist) {
         if other.count == 0 {
@@ -194,6 +216,33 @@ mod tests {
         one.record(12_345);
         let s = one.summary();
         assert_eq!((s.p50, s.p999, s.max), (12.345, 12.345, 12.345));
+    }
+
+    #[test]
+    fn folded_equals_recorded() {
+        let mut a = LatHist::default();
+        for v in [3, 900, 5_000, 1_000_000, 7_777_777] {
+            a.record(v);
+        }
+        let last = |v: &[u64]| v.iter().rposition(|c| *c != 0).map_or(0, |i| i + 1);
+        let f = crate::event::FoldedHist {
+            count: a.count,
+            min_ns: a.min_ns,
+            max_ns: a.max_ns,
+            log2: a.log2[..last(&a.log2)].to_vec(),
+            fine: a.fine[..last(&a.fine)].to_vec(),
+        };
+        let b = LatHist::from_folded(&f).expect("consistent");
+        assert_eq!(b.summary(), a.summary());
+        let mut bad = f.clone();
+        bad.count += 1;
+        assert!(
+            LatHist::from_folded(&bad).is_none(),
+            "count must be the sums"
+        );
+        let mut long = f;
+        long.log2.resize(LOG2_SLOTS + 1, 0);
+        assert!(LatHist::from_folded(&long).is_none(), "too many slots");
     }
 
     #[test]

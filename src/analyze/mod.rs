@@ -391,6 +391,7 @@ impl Analyzer {
             | EventKind::BalanceSoftirq { .. }
             | EventKind::Numa { .. }
             | EventKind::Balance(_)
+            | EventKind::Fold(_)
             | EventKind::Clock => {}
         }
     }

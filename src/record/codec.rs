@@ -13,8 +13,8 @@
 
 use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::event::{
-    Balance, CpuIdleType, Event, EventKind, MigrateContext, MigrationType, NumaOp, Reason,
-    ReasonSource,
+    Balance, CpuIdleType, Event, EventKind, Fold, FoldedHist, MigrateContext, MigrationType,
+    NumaOp, Reason, ReasonSource,
 };
 
 /// The fewest bytes an encoded event takes: kind, timestamp delta and CPU, one byte each.
@@ -44,6 +44,10 @@ const K_CLOCK: u8 = 16;
 const K_BALANCE: u8 = 17;
 const K_PELT_EST: u8 = 18;
 const K_CGROUP: u8 = 19;
+const K_FOLD: u8 = 20;
+/// Most slots plus buckets a folded histogram may declare (the analyzer's own bounds are
+/// checked where it is used).
+const MAX_FOLD_LEN: u64 = 4096;
 
 /// Why a chunk's payload did not decode (it passed its checksum, so the writer or a crafted
 /// file is to blame).
@@ -166,6 +170,7 @@ pub(super) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event) {
         EventKind::Numa { .. } => K_NUMA,
         EventKind::Task { .. } => K_TASK,
         EventKind::Cgroup { .. } => K_CGROUP,
+        EventKind::Fold(_) => K_FOLD,
         EventKind::Affinity { .. } => K_AFFINITY,
         EventKind::Exit { .. } => K_EXIT,
         EventKind::Lost { .. } => K_LOST,
@@ -312,6 +317,27 @@ pub(super) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event) {
             v(out, b.dst_cpu);
             v(out, b.src_cpu);
             put_varint(out, b.pid.map_or(0, |p| u64::from(p) + 1));
+        }
+        EventKind::Fold(f) => {
+            for part in [&f.by_cpu, &f.by_tgid] {
+                put_varint(out, part.len() as u64);
+                for (id, h) in part {
+                    v(out, *id);
+                    put_folded(out, h);
+                }
+            }
+        }
+    }
+}
+
+fn put_folded(out: &mut Vec<u8>, h: &FoldedHist) {
+    put_varint(out, h.count);
+    put_varint(out, h.min_ns);
+    put_varint(out, h.max_ns);
+    for counts in [&h.log2, &h.fine] {
+        put_varint(out, counts.len() as u64);
+        for c in counts {
+            put_varint(out, *c);
         }
     }
 }
@@ -588,7 +614,44 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
                 pid,
             }))
         }
+        K_FOLD => {
+            let mut parts = [Vec::new(), Vec::new()];
+            for part in parts.iter_mut() {
+                // Each entry takes at least 6 bytes (id, count, min, max, two lengths).
+                let n = c.varint()?;
+                if n > (c.left() / 6) as u64 {
+                    return bad(format!("fold of {n} histograms exceeds its chunk"));
+                }
+                for _ in 0..n {
+                    part.push((c.u32()?, folded(c)?));
+                }
+            }
+            let [by_cpu, by_tgid] = parts;
+            EventKind::Fold(Box::new(Fold { by_cpu, by_tgid }))
+        }
         t => return bad(format!("unknown event kind {t}")),
     };
     Ok(Event { ts_ns, cpu, kind })
+}
+
+fn folded(c: &mut Cur<'_>) -> Res<FoldedHist> {
+    let (count, min_ns, max_ns) = (c.varint()?, c.varint()?, c.varint()?);
+    let mut lists = [Vec::new(), Vec::new()];
+    for list in lists.iter_mut() {
+        let n = c.varint()?;
+        if n > MAX_FOLD_LEN || n > c.left() as u64 {
+            return bad(format!("folded histogram of {n} buckets"));
+        }
+        for _ in 0..n {
+            list.push(c.varint()?);
+        }
+    }
+    let [log2, fine] = lists;
+    Ok(FoldedHist {
+        count,
+        min_ns,
+        max_ns,
+        log2,
+        fine,
+    })
 }

@@ -120,6 +120,20 @@ fn edge_events() -> Vec<Event> {
             id: 1,
             path: None,
         },
+        EventKind::Fold(Box::default()),
+        EventKind::Fold(Box::new(crate::event::Fold {
+            by_cpu: vec![(
+                m,
+                crate::event::FoldedHist {
+                    count: u64::MAX,
+                    min_ns: 0,
+                    max_ns: u64::MAX,
+                    log2: vec![u64::MAX, 0, 1],
+                    fine: vec![],
+                },
+            )],
+            by_tgid: vec![(0, Default::default()), (7, Default::default())],
+        })),
         EventKind::Task {
             pid: m,
             tgid: m,
