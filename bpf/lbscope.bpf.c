@@ -33,6 +33,14 @@ const volatile __u32 mask_words = 1; /* cpumask words to compare and send */
 /* Free space (bytes) under which a submit wakes the consumer instead of waiting for its poll. */
 const volatile __u64 wakeup_below_free = 1 << 20;
 const volatile __u64 ringbuf_size = 16 << 20;
+/* Folded mode (live --fold): run-queue latency folded into histograms here, switches streamed
+ * only at idle transitions, wakeups only while some CPU may be idle, nr_running only when it
+ * crosses 0/1/2 or at most every nr_sample_ns per CPU otherwise. fold_tgid: fold only this
+ * process's samples (0: all). nr_cpus: possible CPUs, for the busy count. */
+const volatile bool fold = false;
+const volatile __u32 fold_tgid = 0;
+const volatile __u64 nr_sample_ns = 1000000;
+const volatile __s64 nr_cpus = 1;
 
 /* Make the record types part of the object's BTF so the skeleton generates Rust types. */
 struct lbs_switch _lbs_switch = {};
@@ -44,6 +52,9 @@ struct lbs_numa _lbs_numa = {};
 struct lbs_task _lbs_task = {};
 struct lbs_affinity _lbs_affinity = {};
 struct lbs_balance _lbs_balance = {};
+struct lbs_hist _lbs_hist = {};
+struct lbs_proc_key _lbs_proc_key = {};
+struct lbs_fold_ctl _lbs_fold_ctl = {};
 enum lbs_kind _lbs_kind = 0;
 enum lbs_migrate_flags _lbs_migrate_flags = 0;
 enum lbs_numa_op _lbs_numa_op = 0;
@@ -97,10 +108,18 @@ struct {
 	__type(value, struct cpu_ctx);
 } cpuctx SEC(".maps");
 
-/* Per rq CPU: last PELT emission time and last capacity sent. */
+/* Per rq CPU: last PELT emission time and last capacity sent; in folded mode also the
+ * newest nr_running, the last one sent and when, and whether the CPU runs a task (0 not seen
+ * yet, 1 idle, 2 busy). Written under the rq's lock (nr_running) or on the CPU itself
+ * (switch), which the kernel holds the lock for too. */
 struct rq_state {
 	__u64 last_pelt_ts;
 	__u64 last_capacity;
+	__u64 nr_sent_ts;
+	__u32 nr_now;
+	__u32 nr_sent;
+	__u32 busy;
+	__u32 pad;
 };
 
 struct {
@@ -109,6 +128,54 @@ struct {
 	__type(key, __u32);
 	__type(value, struct rq_state);
 } rqstate SEC(".maps");
+
+/* Folded mode: when each waiting task became runnable (runqlat's start time), 0 when it is
+ * not waiting. tp_btf keeps it in the task's own storage, a few loads away; raw_tp, whose
+ * task pointers the helper does not take, in the hash below. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} task_waits SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u64);
+} waits SEC(".maps");
+
+/* Folded latency per CPU, one entry per bank. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct lbs_hist);
+} cpu_hist SEC(".maps");
+
+/* Folded latency per process and bank; a process past the table's room counts per CPU only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct lbs_proc_key);
+	__type(value, struct lbs_hist);
+} proc_hist SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lbs_fold_ctl);
+} fold_ctl SEC(".maps");
+
+/* CPUs running a task (not idle) as sched_switch last saw them, kept by BPF alone. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __s64);
+} busy_cpus SEC(".maps");
 
 static __always_inline void count_lost(void)
 {
@@ -262,11 +329,229 @@ static __always_inline void note_task(const bool btf, __u64 ts, struct task_stru
 	}
 }
 
+/* floor(log2(v)) for v > 0. */
+static __always_inline __u32 ilog2_u64(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) {
+		v >>= 32;
+		r += 32;
+	}
+	if (v >> 16) {
+		v >>= 16;
+		r += 16;
+	}
+	if (v >> 8) {
+		v >>= 8;
+		r += 8;
+	}
+	if (v >> 4) {
+		v >>= 4;
+		r += 4;
+	}
+	if (v >> 2) {
+		v >>= 2;
+		r += 2;
+	}
+	if (v >> 1)
+		r += 1;
+	return r;
+}
+
+/* The analyzer's log-linear bucket of v ns (src/analyze/hist.rs), capped at the last one. */
+static __always_inline __u32 fine_index(__u64 v)
+{
+	__u32 oct;
+
+	if (v < (1 << LBS_FINE_SUB_BITS))
+		return v;
+	if (v >> (LBS_FINE_MAX_OCTAVE + 1))
+		return LBS_FINE_LEN - 1;
+	oct = ilog2_u64(v);
+	return ((oct - LBS_FINE_SUB_BITS + 1) << LBS_FINE_SUB_BITS) +
+	       ((v >> (oct - LBS_FINE_SUB_BITS)) & ((1 << LBS_FINE_SUB_BITS) - 1));
+}
+
+/* runqlat's slot of a latency in microseconds. */
+static __always_inline __u32 log2_slot(__u64 us)
+{
+	__u32 s;
+
+	if (us < 2)
+		return 0;
+	s = ilog2_u64(us);
+	return s < LBS_LOG2_SLOTS ? s : LBS_LOG2_SLOTS - 1;
+}
+
+/* A zeroed histogram, the initial value of a process's entry. */
+struct lbs_hist empty_hist = {};
+
+/* Adds one sample. `shared`: other CPUs may add to h at the same time (a process's entry):
+ * the buckets are then added atomically and `count` is left to user space (the sum of the
+ * buckets), one atomic fewer; the min and max may miss a racing sample's. 0 in min_ns means
+ * none yet (no wait lasts 0 ns). */
+static __always_inline void hist_add(struct lbs_hist *h, __u64 ns, const bool shared)
+{
+	__u32 i = fine_index(ns), s = log2_slot(ns / 1000);
+
+	if (i >= LBS_FINE_LEN || s >= LBS_LOG2_SLOTS)
+		return;
+	if (shared) {
+		__sync_fetch_and_add(&h->log2[s], 1);
+		__sync_fetch_and_add(&h->fine[i], 1);
+	} else {
+		h->count++;
+		h->log2[s]++;
+		h->fine[i]++;
+	}
+	if (h->min_ns == 0 || ns < h->min_ns)
+		h->min_ns = ns;
+	if (ns > h->max_ns)
+		h->max_ns = ns;
+}
+
+/* One run-queue latency sample of a task of `tgid` that starts running on this CPU. */
+static __always_inline void fold_sample(__u32 tgid, __u64 ns)
+{
+	struct lbs_proc_key key = {};
+	struct lbs_fold_ctl *ctl;
+	struct lbs_hist *h;
+	__u32 zero = 0;
+
+	ctl = bpf_map_lookup_elem(&fold_ctl, &zero);
+	if (!ctl)
+		return;
+	key.bank = ctl->bank & 1;
+	key.tgid = tgid;
+	h = bpf_map_lookup_elem(&cpu_hist, &key.bank);
+	if (h)
+		hist_add(h, ns, false);
+	/* With one process folded, the per-CPU histograms are that process's. */
+	if (fold_tgid)
+		return;
+	h = bpf_map_lookup_elem(&proc_hist, &key);
+	if (!h) {
+		bpf_map_update_elem(&proc_hist, &key, &empty_hist, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(&proc_hist, &key);
+	}
+	if (h)
+		hist_add(h, ns, true);
+}
+
+/* p became runnable at ts (woken, or preempted and still queued): runqlat's start time. */
+static __always_inline void fold_wait(const bool btf, __u64 ts, struct task_struct *p, __u32 pid)
+{
+	__u64 *w;
+
+	if (fold_tgid && RD(btf, p, tgid) != fold_tgid)
+		return;
+	if (btf) {
+		w = bpf_task_storage_get(&task_waits, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (w)
+			*w = ts;
+		return;
+	}
+	bpf_map_update_elem(&waits, &pid, &ts, BPF_ANY);
+}
+
+/* When next, starting to run, became runnable (0: it was not waiting), forgotten. */
+static __always_inline __u64 fold_unwait(const bool btf, struct task_struct *next, __u32 pid)
+{
+	__u64 *w, t;
+
+	if (btf) {
+		w = bpf_task_storage_get(&task_waits, next, 0, 0);
+		if (!w)
+			return 0;
+		t = *w;
+		*w = 0;
+		return t;
+	}
+	w = bpf_map_lookup_elem(&waits, &pid);
+	if (!w)
+		return 0;
+	t = *w;
+	bpf_map_delete_elem(&waits, &pid);
+	return t;
+}
+
+/* Whether some CPU may be idle: one not seen busy counts as idle. */
+static __always_inline bool maybe_idle(void)
+{
+	__u32 zero = 0;
+	__s64 *busy = bpf_map_lookup_elem(&busy_cpus, &zero);
+
+	return !busy || *busy < nr_cpus;
+}
+
+static __always_inline int emit_rq_cpu(__u64 ts, __u32 cpu, __u16 kind, __u64 v0, __u64 v1,
+				       __u64 v2)
+{
+	struct lbs_rq *e = reserve(sizeof(*e), kind, ts);
+
+	if (!e)
+		return 0;
+	e->rq_cpu = cpu;
+	e->v0 = v0;
+	e->v1 = v1;
+	e->v2 = v2;
+	submit(e);
+	return 0;
+}
+
+static __always_inline __u32 nr_class(__u32 nr)
+{
+	return nr < 2 ? nr : 2;
+}
+
+static __always_inline void send_nr(__u64 ts, __u32 cpu, struct rq_state *st, __u32 nr)
+{
+	st->nr_sent = nr;
+	st->nr_sent_ts = ts;
+	emit_rq_cpu(ts, cpu, LBS_NR_RUNNING, nr, 0, 0);
+}
+
+/*
+ * Folded mode's part of a switch: fold next's wait, start prev's if it stays queued, keep
+ * the count of busy CPUs, send a sampled nr_running that is due. Returns whether the switch
+ * itself is streamed: only at idle transitions.
+ */
+static __always_inline bool fold_switch(const bool btf, __u64 ts, struct task_struct *prev,
+					struct task_struct *next, __u32 prev_pid, __u32 next_pid,
+					long state)
+{
+	__u32 cpu = bpf_get_smp_processor_id(), zero = 0, busy = next_pid ? 2 : 1;
+	struct rq_state *st;
+	__u64 since;
+	__s64 *n;
+
+	if (prev_pid && state == 0)
+		fold_wait(btf, ts, prev, prev_pid);
+	since = next_pid ? fold_unwait(btf, next, next_pid) : 0;
+	if (since)
+		fold_sample(RD(btf, next, tgid), ts > since ? ts - since : 0);
+	st = bpf_map_lookup_elem(&rqstate, &cpu);
+	if (!st)
+		return true;
+	if (st->busy != busy) {
+		n = bpf_map_lookup_elem(&busy_cpus, &zero);
+		if (n && busy == 2)
+			__sync_fetch_and_add(n, 1);
+		else if (n && st->busy == 2)
+			__sync_fetch_and_add(n, -1);
+		st->busy = busy;
+	}
+	if (st->nr_now != st->nr_sent && ts - st->nr_sent_ts >= nr_sample_ns)
+		send_nr(ts, cpu, st, st->nr_now);
+	return !prev_pid || !next_pid;
+}
+
 static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct task_struct *prev = (void *)ctx[1], *next = (void *)ctx[2];
+	__u32 prev_pid, next_pid, zero = 0;
 	struct lbs_switch *e;
-	__u32 zero = 0;
 	struct cpu_ctx *c;
 	long state;
 
@@ -275,15 +560,19 @@ static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 	note_task(btf, ts, next, false);
 	if (state == 0)
 		note_task(btf, ts, prev, true);
+	prev_pid = RD(btf, prev, pid);
+	next_pid = RD(btf, next, pid);
+	c = bpf_map_lookup_elem(&cpuctx, &zero);
+	if (c)
+		c->last_prev_pid = prev_pid;
+	if (fold && !fold_switch(btf, ts, prev, next, prev_pid, next_pid, state))
+		return 0;
 	e = reserve(sizeof(*e), LBS_SWITCH, ts);
 	if (!e)
 		return 0;
-	e->prev_pid = RD(btf, prev, pid);
-	e->next_pid = RD(btf, next, pid);
+	e->prev_pid = prev_pid;
+	e->next_pid = next_pid;
 	e->prev_state = (__u32)state;
-	c = bpf_map_lookup_elem(&cpuctx, &zero);
-	if (c)
-		c->last_prev_pid = e->prev_pid;
 	submit(e);
 	return 0;
 }
@@ -314,6 +603,13 @@ static __always_inline int h_wakeup(const bool btf, __u64 ts, __u64 *ctx)
 	struct task_struct *p = (void *)ctx[0];
 
 	note_task(btf, ts, p, true);
+	if (fold) {
+		fold_wait(btf, ts, p, RD(btf, p, pid));
+		/* Nothing to tell unless the task may wait beside an idle CPU (busy_wakeup): a
+		 * wakeup that moves it is a migration, streamed anyway. */
+		if (!maybe_idle())
+			return 0;
+	}
 	return emit_wake(btf, ts, p, LBS_WAKEUP, task_cpu_of(btf, p));
 }
 
@@ -322,6 +618,8 @@ static __always_inline int h_wakeup_new(const bool btf, __u64 ts, __u64 *ctx)
 	struct task_struct *p = (void *)ctx[0];
 
 	note_task(btf, ts, p, true);
+	if (fold)
+		fold_wait(btf, ts, p, RD(btf, p, pid));
 	return emit_wake(btf, ts, p, LBS_WAKEUP_NEW, task_cpu_of(btf, p));
 }
 
@@ -370,23 +668,30 @@ static __always_inline int h_migrate(const bool btf, __u64 ts, __u64 *ctx)
 static __always_inline int emit_rq(const bool btf, __u64 ts, struct rq *rq, __u16 kind, __u64 v0,
 				   __u64 v1, __u64 v2)
 {
-	struct lbs_rq *e = reserve(sizeof(*e), kind, ts);
-
-	if (!e)
-		return 0;
-	e->rq_cpu = RD(btf, rq, cpu);
-	e->v0 = v0;
-	e->v1 = v1;
-	e->v2 = v2;
-	submit(e);
-	return 0;
+	return emit_rq_cpu(ts, RD(btf, rq, cpu), kind, v0, v1, v2);
 }
 
 static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct rq *rq = (void *)ctx[0];
+	__u32 nr = RD(btf, rq, nr_running), cpu;
+	struct rq_state *st;
 
-	return emit_rq(btf, ts, rq, LBS_NR_RUNNING, RD(btf, rq, nr_running), 0, 0);
+	if (fold) {
+		/* Exact at 0/1/2 crossings (what idle-while-others-wait needs); larger values
+		 * are sampled: sent at most every nr_sample_ns, a pending one at a later switch. */
+		cpu = RD(btf, rq, cpu);
+		st = bpf_map_lookup_elem(&rqstate, &cpu);
+		if (!st)
+			return 0;
+		st->nr_now = nr;
+		if (nr_class(nr) == nr_class(st->nr_sent) &&
+		    (nr == st->nr_sent || ts - st->nr_sent_ts < nr_sample_ns))
+			return 0;
+		send_nr(ts, cpu, st, nr);
+		return 0;
+	}
+	return emit_rq(btf, ts, rq, LBS_NR_RUNNING, nr, 0, 0);
 }
 
 /* cfs_rq->avg.util_est before 6.9: a struct whose first member is `enqueued`. */

@@ -144,4 +144,33 @@ struct lbs_balance {
 	__u32 redo;
 };
 
+/* Folded run-queue latency (live --fold): the analyzer's own buckets, runqlat's log2
+ * microsecond slots and log-linear nanosecond buckets (16 per power of two). Values from
+ * 2^36 ns (68 s) on share the last bucket; max_ns stays exact. */
+#define LBS_LOG2_SLOTS 26
+#define LBS_FINE_SUB_BITS 4
+#define LBS_FINE_MAX_OCTAVE 35
+#define LBS_FINE_LEN ((LBS_FINE_MAX_OCTAVE - LBS_FINE_SUB_BITS + 2) << LBS_FINE_SUB_BITS)
+
+struct lbs_hist {
+	__u64 count;
+	__u64 min_ns;
+	__u64 max_ns;
+	__u64 log2[LBS_LOG2_SLOTS];
+	__u64 fine[LBS_FINE_LEN];
+};
+
+/* Key of the per-process folded histograms: two banks, one filled while user space reads
+ * and clears the other. */
+struct lbs_proc_key {
+	__u32 tgid;
+	__u32 bank;
+};
+
+/* The fold's control word, written by user space only: the bank being filled. */
+struct lbs_fold_ctl {
+	__u32 bank;
+	__u32 pad;
+};
+
 #endif /* LBSCOPE_H */

@@ -167,6 +167,13 @@ pub struct TopArgs {
     /// needed).
     #[arg(long)]
     pub demo: bool,
+    /// Fold run-queue latency into histograms in the kernel instead of streaming every
+    /// switch: switches are sent only at idle transitions, wakeups only while a CPU may be
+    /// idle, nr_running above 2 sampled (at most every ms per CPU). Latency stays exact;
+    /// idle-while-others-wait counts queued tasks from nr_running (no pinned/movable split,
+    /// no task filter), per-task waits are not kept. Takes -p, not --comm or --cpus.
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub fold: FoldMode,
     #[command(flatten)]
     pub filter: FilterArgs,
     #[command(flatten)]
@@ -325,6 +332,13 @@ pub struct ReportArgs {
     /// last line `{"validation": {...}}`). Fails on a kernel or recording without them.
     #[arg(long, conflicts_with = "synthetic")]
     pub validate: bool,
+    /// Fold run-queue latency into histograms in the kernel instead of streaming every
+    /// switch: switches are sent only at idle transitions, wakeups only while a CPU may be
+    /// idle, nr_running above 2 sampled (at most every ms per CPU). Latency stays exact;
+    /// idle-while-others-wait counts queued tasks from nr_running (no pinned/movable split,
+    /// no task filter), per-task waits are not kept. Takes -p, not --comm or --cpus.
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub fold: FoldMode,
     #[command(flatten)]
     pub filter: FilterArgs,
     #[command(flatten)]
@@ -332,6 +346,21 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub collect: CollectArgs,
 }
+
+/// Whether the live kernel side folds run-queue latency itself (see `--fold`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FoldMode {
+    /// Fold on machines with more than 64 CPUs, when no recording is written and neither
+    /// --comm nor --cpus is given.
+    Auto,
+    /// Always fold (refused with a recording, --comm or --cpus).
+    On,
+    /// Stream every event.
+    Off,
+}
+
+/// CPUs above which `--fold auto` folds.
+pub const FOLD_AUTO_CPUS: usize = 64;
 
 /// `lbscope record`.
 #[derive(Debug, Args)]

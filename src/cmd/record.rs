@@ -152,7 +152,7 @@ pub fn run(args: &crate::cli::RecordArgs) -> Result<(), CmdError> {
         signal_hook::flag::register(sig, stop.clone())?;
     }
     let (tx, rx) = std::sync::mpsc::sync_channel(crate::source::QUEUE_BATCHES);
-    let cfg = super::report::live_config(&args.collect, true)?;
+    let cfg = super::report::live_config(&args.collect, true, None)?;
     // A bad output path fails before anything is traced.
     check_output(&args.output)?;
     let base = clock::realtime_offset_ns();

@@ -66,18 +66,51 @@ pub fn interval_ns(secs: f64) -> Result<u64, CmdError> {
 pub fn live_config(
     c: &crate::cli::CollectArgs,
     recording: bool,
+    fold: Option<(crate::cli::FoldMode, &crate::cli::FilterArgs)>,
 ) -> Result<crate::source::live::LiveConfig, CmdError> {
     let unneeded = if recording {
         Vec::new()
     } else {
         crate::source::live::RECORDING_ONLY.to_vec()
     };
+    let cpus = crate::source::live::possible_cpus();
+    let (fold, fold_tgid) = match fold {
+        Some((mode, f)) => (folds(mode, recording, f, cpus)?, f.pid),
+        None => (false, None),
+    };
     Ok(crate::source::live::LiveConfig {
         ringbuf_bytes: ringbuf_bytes(c)?,
         attach: c.attach,
         unneeded,
+        fold,
+        fold_tgid,
         ..Default::default()
     })
+}
+
+/// Whether a live run folds latency in the kernel (`--fold`), on a machine of `cpus` CPUs.
+pub fn folds(
+    mode: crate::cli::FoldMode,
+    recording: bool,
+    f: &crate::cli::FilterArgs,
+    cpus: usize,
+) -> Result<bool, CmdError> {
+    use crate::cli::FoldMode;
+    let unfit = if recording {
+        Some("a recording keeps every event (drop -o, or --fold)")
+    } else if f.comm.is_some() {
+        Some("the kernel folds by process, not by name (use -p, or drop --fold)")
+    } else if f.cpus.is_some() {
+        Some("the kernel folds per process over all CPUs (drop --cpus, or --fold)")
+    } else {
+        None
+    };
+    match (mode, unfit) {
+        (FoldMode::Off, _) => Ok(false),
+        (FoldMode::On, Some(why)) => Err(CmdError::Usage(format!("--fold on: {why}"))),
+        (FoldMode::On, None) => Ok(true),
+        (FoldMode::Auto, unfit) => Ok(unfit.is_none() && cpus > crate::cli::FOLD_AUTO_CPUS),
+    }
 }
 
 /// Validates `--ringbuf-mb` and returns bytes.
@@ -318,7 +351,11 @@ fn run_file(args: &ReportArgs, path: &Path, interval_ns: u64) -> Result<(), CmdE
 #[cfg(feature = "bpf")]
 fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
     use crate::source::live::{clock, LiveSource, ProbeState};
-    let cfg = live_config(&args.collect, args.output.is_some())?;
+    let cfg = live_config(
+        &args.collect,
+        args.output.is_some(),
+        Some((args.fold, &args.filter)),
+    )?;
     let topo = Topology::detect()?;
     let filter = build_filter(&args.filter, &topo, true)?;
     if let Some(o) = &args.output {
@@ -326,6 +363,7 @@ fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
     }
     let stop = stop_on_signals()?;
     let (tx, rx) = std::sync::mpsc::sync_channel(crate::source::QUEUE_BATCHES);
+    let folded = cfg.fold;
     let source = LiveSource::start(cfg, tx)?;
     if let (true, Err(why)) = (args.validate, &source.report.balancer) {
         return Err(CmdError::Failed(format!(
@@ -354,9 +392,14 @@ fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
         None => None,
     };
     eprintln!(
-        "lbscope: tracing {} tracepoints ({mode}) on {} CPUs; Ctrl-C to stop",
+        "lbscope: tracing {} tracepoints ({mode}) on {} CPUs{}; Ctrl-C to stop",
         attached.len(),
-        topo.online.len()
+        topo.online.len(),
+        if folded {
+            ", latency folded in the kernel (--fold)"
+        } else {
+            ""
+        }
     );
     if !source.report.kallsyms {
         eprintln!("lbscope: warning: /proc/kallsyms gave no addresses: migration reasons fall back to context rules");
@@ -410,4 +453,46 @@ fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
 #[cfg(not(feature = "bpf"))]
 fn run_live(_args: &ReportArgs, _interval_ns: u64) -> Result<(), CmdError> {
     Err(crate::source::SourceError::NoBpf.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::folds;
+    use crate::cli::{FilterArgs, FoldMode, FOLD_AUTO_CPUS};
+
+    #[test]
+    fn fold_when_asked_or_when_big() {
+        let none = FilterArgs::default();
+        let pid = FilterArgs {
+            pid: Some(7),
+            ..Default::default()
+        };
+        let comm = FilterArgs {
+            comm: Some("x".into()),
+            ..Default::default()
+        };
+        let cpus = FilterArgs {
+            cpus: Some("0-3".into()),
+            ..Default::default()
+        };
+        let big = FOLD_AUTO_CPUS + 1;
+        // auto: only big machines, and never where folding would lose what was asked for.
+        assert!(!folds(FoldMode::Auto, false, &none, FOLD_AUTO_CPUS).unwrap());
+        assert!(folds(FoldMode::Auto, false, &none, big).unwrap());
+        assert!(folds(FoldMode::Auto, false, &pid, big).unwrap());
+        assert!(!folds(FoldMode::Auto, true, &none, big).unwrap());
+        assert!(!folds(FoldMode::Auto, false, &comm, big).unwrap());
+        assert!(!folds(FoldMode::Auto, false, &cpus, big).unwrap());
+        // on: refused where it cannot keep its promise, with the reason.
+        assert!(folds(FoldMode::On, false, &pid, 2).unwrap());
+        for (rec, f, why) in [
+            (true, &none, "recording"),
+            (false, &comm, "by process"),
+            (false, &cpus, "--cpus"),
+        ] {
+            let e = folds(FoldMode::On, rec, f, 2).unwrap_err().to_string();
+            assert!(e.contains("--fold on") && e.contains(why), "{e}");
+        }
+        assert!(!folds(FoldMode::Off, false, &none, big).unwrap());
+    }
 }

@@ -185,14 +185,18 @@ const DEMO_HINT: &str = "`lbscope top --demo` shows the TUI over a recording wit
 fn run_live(args: &TopArgs, interval_ns: u64) -> Result<(), CmdError> {
     use super::report::{live_config, probe_names};
     use crate::source::live::{clock, LiveSource};
-    let cfg = live_config(&args.collect, false)?;
+    let cfg = live_config(&args.collect, false, Some((args.fold, &args.filter)))?;
     let topo = Topology::detect()?;
     let filter = build_filter(&args.filter, &topo, true)?;
     let stop = stop_on_signals()?;
     let (tx, rx) = std::sync::mpsc::sync_channel(crate::source::QUEUE_BATCHES);
+    let folded = cfg.fold;
     let source =
         LiveSource::start(cfg, tx).map_err(|e| CmdError::Failed(format!("{e} ({DEMO_HINT})")))?;
-    let probe_mode = crate::tui::probe_mode(&probe_names(&source.report));
+    let mut probe_mode = crate::tui::probe_mode(&probe_names(&source.report));
+    if folded {
+        probe_mode.push_str(", latency folded in the kernel");
+    }
     let base = clock::realtime_offset_ns();
     let mut app = App::new(
         topo.clone(),

@@ -221,6 +221,18 @@ fn runqlat_hist(out: &str) -> BTreeMap<u64, u64> {
 #[test]
 fn runqlat_matches_libbpf_tools() {
     let Some(_g) = live_guard() else { return };
+    compare_with_runqlat(&["--fold", "off"]);
+}
+
+/// Folded in the kernel (`--fold on`), the histograms are still runqlat's, sample for sample.
+#[test]
+fn folded_runqlat_matches_libbpf_tools() {
+    let Some(_g) = live_guard() else { return };
+    compare_with_runqlat(&["--fold", "on"]);
+}
+
+/// lbscope's run-queue latency of one process, with `extra` report flags, against runqlat's.
+fn compare_with_runqlat(extra: &[&str]) {
     let comm = unique_comm("lbslat");
     // Sleepers waking beside a CPU hog: latencies from microseconds to a tick, not piled on
     // one bucket edge.
@@ -237,9 +249,11 @@ fn runqlat_matches_libbpf_tools() {
     let mut rq = Command::new("stdbuf");
     rq.args(["-oL", &require_tool("runqlat", "libbpf-tools"), "-p", &pid]);
     let rq = Tracer::start("runqlat", rq, Some("Tracing"), Duration::from_millis(200));
+    let mut args = vec!["-i", "3600", "-p", &pid];
+    args.extend_from_slice(extra);
     let lbs = Tracer::start(
         "lbscope",
-        report_cmd(&["-i", "3600", "-p", &pid]),
+        report_cmd(&args),
         Some("tracing"),
         Duration::ZERO,
     );
@@ -269,7 +283,7 @@ fn runqlat_matches_libbpf_tools() {
     let diff = our_total.abs_diff(their_total) as f64 / their_total as f64;
     assert!(
         diff <= 0.01,
-        "sample counts within 1%: lbscope {our_total}, runqlat {their_total}"
+        "{extra:?}: sample counts within 1%: lbscope {our_total}, runqlat {their_total}"
     );
     let slots = ours.len().max(theirs.len() + 1);
     for slot in 0..slots {
@@ -279,11 +293,73 @@ fn runqlat_matches_libbpf_tools() {
         let d = a.abs_diff(b) as f64 / their_total as f64;
         assert!(
             d <= 0.02,
-            "slot {lo}: lbscope {a}, runqlat {b} (differ by {:.1}% of the total)",
+            "{extra:?}: slot {lo}: lbscope {a}, runqlat {b} (differ by {:.1}% of the total)",
             d * 100.0
         );
     }
-    eprintln!("runqlat total {their_total}, lbscope {our_total}");
+    eprintln!("{extra:?}: runqlat total {their_total}, lbscope {our_total}");
+}
+
+/// hackbench under `report` streaming (`--fold off`) and folded (`--fold on`): the folded run
+/// receives a small fraction of the events for as many latency samples, and still names the
+/// processes that waited.
+#[test]
+fn folding_streams_far_fewer_events() {
+    let Some(_g) = live_guard() else { return };
+    let hackbench = require_tool("hackbench", "rt-tests");
+    let run = |mode: &str| -> Value {
+        let lbs = Tracer::start(
+            "lbscope",
+            report_cmd(&["-i", "3600", "--fold", mode]),
+            Some("tracing"),
+            Duration::ZERO,
+        );
+        let st = Command::new(&hackbench)
+            .args(["-g", "2", "-l", "500"])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("hackbench runs");
+        assert!(st.success());
+        std::thread::sleep(Duration::from_millis(300));
+        let (ok, out, err) = lbs.interrupt();
+        assert!(ok, "lbscope --fold {mode} exits 0: {err}");
+        last_json(&out)
+    };
+    let full = run("off");
+    let folded = run("on");
+    let events = |v: &Value| count_of(v, &["events"]);
+    let samples = |v: &Value| count_of(v, &["runqlat_us", "count"]);
+    eprintln!(
+        "streaming: {} events, {} samples; folded: {} events, {} samples",
+        events(&full),
+        samples(&full),
+        events(&folded),
+        samples(&folded)
+    );
+    // hackbench -g 2 -l 500: 80 processes passing messages, most a wakeup and a switch.
+    assert!(samples(&full) > 5_000 && samples(&folded) > 5_000);
+    assert!(
+        events(&full) > 2 * samples(&full),
+        "streaming sends a wakeup and a switch per sample"
+    );
+    assert!(
+        events(&folded) * 5 < events(&full),
+        "folded: {} events vs {} streaming",
+        events(&folded),
+        events(&full)
+    );
+    let procs = folded["runqlat_by_process"].as_array().expect("by process");
+    assert!(!procs.is_empty(), "processes named: {folded}");
+    let listed: u64 = procs
+        .iter()
+        .map(|p| p["latency"]["count"].as_u64().unwrap())
+        .sum();
+    assert!(listed <= samples(&folded) && listed > 0);
+    assert!(
+        procs.iter().any(|p| p["comm"] == "hackbench"),
+        "hackbench among the processes: {procs:?}"
+    );
+    assert_eq!(count_of(&folded, &["lost_events"]), 0);
 }
 
 /// The `llc` domain's idle-while-waiting entry of each interval fully inside the workload.

@@ -4,6 +4,7 @@
 
 pub mod cgroups;
 mod decode;
+mod fold;
 pub mod hooks;
 pub mod kallsyms;
 mod skel;
@@ -78,7 +79,16 @@ pub struct LiveConfig {
     /// Tracepoints whose records nothing in this run reads: not loaded, so they cost the
     /// traced machine nothing ([`ProbeState::NotNeeded`]).
     pub unneeded: Vec<&'static str>,
+    /// Folded mode: run-queue latency folded into histograms in the kernel and sent as
+    /// [`EventKind::Fold`] every [`FOLD_PERIOD_NS`]; switches streamed only at idle
+    /// transitions, wakeups only while a CPU may be idle, nr_running above 2 sampled.
+    pub fold: bool,
+    /// Folded mode: fold only this process's latency samples.
+    pub fold_tgid: Option<u32>,
 }
+
+/// How often folded histograms are read.
+pub const FOLD_PERIOD_NS: u64 = 100_000_000;
 
 impl Default for LiveConfig {
     fn default() -> Self {
@@ -91,6 +101,8 @@ impl Default for LiveConfig {
                 .map(|s| s.split(',').map(str::to_string).collect())
                 .unwrap_or_default(),
             unneeded: Vec::new(),
+            fold: false,
+            fold_tgid: None,
         }
     }
 }
@@ -294,6 +306,9 @@ fn load<'o>(
     ro.mask_words = nr_cpus.div_ceil(64).clamp(1, 16) as u32;
     ro.ringbuf_size = u64::from(cfg.ringbuf_bytes);
     ro.wakeup_below_free = u64::from(cfg.ringbuf_bytes / 2);
+    ro.fold = cfg.fold;
+    ro.fold_tgid = cfg.fold_tgid.unwrap_or(0);
+    ro.nr_cpus = nr_cpus as i64;
     open.maps
         .events
         .set_max_entries(cfg.ringbuf_bytes)
@@ -443,6 +458,19 @@ fn drain(
     };
     let _ = ready.send(Ok(report));
     let mut lost_seen: Vec<u64> = Vec::new();
+    let mut folder = cfg.fold.then(|| {
+        let now = clock::monotonic_ns();
+        // The first event of a folded stream says so, before any wait could be counted.
+        batch.borrow_mut().insert(
+            0,
+            Event {
+                ts_ns: now,
+                cpu: 0,
+                kind: EventKind::Fold(Box::default()),
+            },
+        );
+        fold::Folder::new(now)
+    });
     loop {
         let stopping = stop.load(Ordering::SeqCst) != RUNNING;
         let _ = rb.poll(if stopping {
@@ -460,6 +488,13 @@ fn drain(
             std::mem::replace(&mut *b, Vec::with_capacity(cap))
         };
         lost_events(&skel.maps.lost, &mut lost_seen, now, &mut out);
+        if let Some(f) = folder.as_mut() {
+            if stopping {
+                f.finish(skel, now, &mut out);
+            } else if f.due(now, FOLD_PERIOD_NS) {
+                f.flush(skel, now, &mut out);
+            }
+        }
         out.push(Event {
             ts_ns: now,
             cpu: 0,
