@@ -7,7 +7,10 @@ the lab's JSON line on stdout (also saved beside the recording as .json), and fa
   - the recording is unreadable or holds no balancer decisions,
   - the scenario raised none of the findings it is built for (EXPECTED_FINDINGS),
   - the model's agreement with the kernel falls under the model issue's goals (GOALS), judged
-    only where there are at least MIN_SAMPLES decisions or pairs to judge.
+    only where there are at least MIN_SAMPLES decisions or pairs to judge,
+  - `report --fold on`, run live beside `report --fold off` over a short load after the
+    scenario, gave no snapshot, lost events, or counted run-queue latency samples more than
+    FOLD_TOLERANCE apart from the streaming report's.
 --table FILE.json...: the Markdown table of those runs (the README's lab table)."""
 import argparse
 import json
@@ -32,6 +35,8 @@ GOAL_COUNT = {"model_balanced_agreement": "model_decisions",
               "model_migration_type_agreement": "model_both_unbalanced",
               "reason_agreement": "reason_matched"}
 MIN_SAMPLES = 20
+# Folded and streaming reports start and stop a moment apart: samples of those moments differ.
+FOLD_TOLERANCE = 0.05
 BALANCER_REASONS = ["periodic_balance", "nohz_idle_balance", "newidle_balance", "active_balance"]
 COLUMNS = ["kernel", "topology", "scenario", "boot s", "balancer migrations",
            "reason agreement (pairs)", "model: balanced (searches)",
@@ -77,6 +82,7 @@ def summarize(a):
     if not re.search(r"^done ", scen, re.M) or errors:
         fail(a, f"the workload did not run as set: {(errors or ['no done line'])[0][:200]}")
         ok = False
+    ok = check_fold(a, text, out) and ok
     if not out["balancer_hooks"]:
         fail(a, f"fentry/{EXPECTED_HOOK.get(a.kernel)} did not load (loaded: {loaded or 'none'})")
         ok = False
@@ -130,6 +136,24 @@ def summarize(a):
             fail(a, f"{key} {out[key]:.3f} of {n} is under the goal {goal}")
             ok = False
     return out, ok
+
+
+def check_fold(a, text, out):
+    """The folded report against the streaming one over the same load (see the docstring)."""
+    lines = [l for l in (between(text, "FOLD") or "").splitlines() if l.startswith("{")]
+    if len(lines) != 2:
+        fail(a, f"the folded and streaming reports gave {len(lines)} of 2 snapshots")
+        return False
+    fold, full = (json.loads(l) for l in lines)
+    n, m = fold["runqlat_us"]["count"], full["runqlat_us"]["count"]
+    out["fold"] = {"samples": n, "streaming_samples": m, "events": fold["events"],
+                   "streaming_events": full["events"], "lost": fold["lost_events"],
+                   "p99_us": fold["runqlat_us"]["p99"],
+                   "streaming_p99_us": full["runqlat_us"]["p99"]}
+    if fold["lost_events"] or not n or abs(n - m) > FOLD_TOLERANCE * max(m, 1):
+        fail(a, f"folded report: {n} samples vs {m} streaming, {fold['lost_events']} lost")
+        return False
+    return True
 
 
 def pct(v, n):
