@@ -115,6 +115,20 @@ impl LatHist {
         })
     }
 
+    /// The histogram as a folded source sends it (trailing zeros dropped): tests build
+    /// folded streams from recorded samples with it.
+    #[cfg(test)]
+    pub(crate) fn to_folded(&self) -> crate::event::FoldedHist {
+        let last = |v: &[u64]| v.iter().rposition(|c| *c != 0).map_or(0, |i| i + 1);
+        crate::event::FoldedHist {
+            count: self.count,
+            min_ns: self.min_ns,
+            max_ns: self.max_ns,
+            log2: self.log2[..last(&self.log2)].to_vec(),
+            fine: self.fine[..last(&self.fine)].to_vec(),
+        }
+    }
+
     /// Adds every sample of `other`.
     pub fn merge(&mut self, other: &LatHist) {
         if other.count == 0 {
@@ -224,14 +238,7 @@ mod tests {
         for v in [3, 900, 5_000, 1_000_000, 7_777_777] {
             a.record(v);
         }
-        let last = |v: &[u64]| v.iter().rposition(|c| *c != 0).map_or(0, |i| i + 1);
-        let f = crate::event::FoldedHist {
-            count: a.count,
-            min_ns: a.min_ns,
-            max_ns: a.max_ns,
-            log2: a.log2[..last(&a.log2)].to_vec(),
-            fine: a.fine[..last(&a.fine)].to_vec(),
-        };
+        let f = a.to_folded();
         let b = LatHist::from_folded(&f).expect("consistent");
         assert_eq!(b.summary(), a.summary());
         let mut bad = f.clone();

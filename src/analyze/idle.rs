@@ -2,19 +2,25 @@
 //! the span was idle while a task waited on another CPU of the span.
 //!
 //! Owns the waiter index (which tasks wait on which CPU, split by whether their affinity
-//! allows every CPU) and the set of idle CPUs, both fed by the analyzer. A domain's status
-//! (none / movable / pinned) is piecewise constant: it is re-evaluated after each event only
-//! for the domains containing a CPU the event touched, and the time since the last change is
-//! credited to the old status when it changes or when an interval closes. Each domain keeps
-//! counts of its idle CPUs, of its CPUs with a counted waiter and of those with a waiter
-//! allowed everywhere, updated as CPUs change; they settle most evaluations in a few
-//! comparisons, so a 256-CPU span costs no more than a 2-CPU one. Only a span whose waiters
-//! are all restricted walks its waiting CPUs, and per-waiter affinity checks run only there.
+//! allows every CPU) and the set of idle CPUs, both fed by the analyzer. In folded mode the
+//! analyzer knows no task's wait: it sets each CPU's count of anonymous waiters instead
+//! ([`IdleAccounting::set_queued`], from `nr_running`), which count as counted waiters
+//! allowed everywhere (no task filter applies to them, and a pinned waiter cannot be told
+//! from a movable one).
 //!
-//! Invariants: `waiting` holds exactly the CPUs whose counted waiter list is non-empty; a
-//! domain's counters equal those of `idle`, `waiting` and the free waiters over its span;
-//! every [`WaitSlot`] handed out is returned exactly once through
-//! [`IdleAccounting::remove_waiter`].
+//! A domain's status (none / movable / pinned) is piecewise constant: it is re-evaluated
+//! after each event only for the domains containing a CPU the event touched, and the time
+//! since the last change is credited to the old status when it changes or when an interval
+//! closes. Each domain keeps counts of its idle CPUs, of its CPUs with a counted waiter and
+//! of those with a waiter allowed everywhere, updated as CPUs change; they settle most
+//! evaluations in a few comparisons, so a 256-CPU span costs no more than a 2-CPU one. Only
+//! a span whose waiters are all restricted walks its waiting CPUs, and per-waiter affinity
+//! checks run only there.
+//!
+//! Invariants: `waiting` holds exactly the CPUs with a counted waiter (a task or an
+//! anonymous one); a domain's counters equal those of `idle`, `waiting` and the free
+//! waiters (task or anonymous) over its span; every [`WaitSlot`] handed out is returned
+//! exactly once through [`IdleAccounting::remove_waiter`].
 
 use super::filter::Filter;
 use super::snapshot::{fraction, IdleWhileWaiting};
@@ -48,13 +54,20 @@ struct CpuWaiters {
     all: u32,
     /// Counted waiters allowed everywhere.
     free: u32,
+    /// Anonymous waiters (folded mode): counted and allowed everywhere, not in `all`.
+    anon: u32,
     /// Counted waiters with a restricted affinity, with that affinity.
     restricted: Vec<(Pid, CpuSet)>,
 }
 
 impl CpuWaiters {
+    /// A counted waiter allowed everywhere, task or anonymous.
+    fn has_free(&self) -> bool {
+        self.free > 0 || self.anon > 0
+    }
+
     fn has_counted(&self) -> bool {
-        self.free > 0 || !self.restricted.is_empty()
+        self.has_free() || !self.restricted.is_empty()
     }
 }
 
@@ -90,7 +103,7 @@ struct DomAcc {
     n_idle: u32,
     /// CPUs of the span with a counted waiter.
     n_waiting: u32,
-    /// CPUs of the span with a counted waiter allowed everywhere.
+    /// CPUs of the span with a counted waiter allowed everywhere (task or anonymous).
     n_free: u32,
 }
 
@@ -260,8 +273,9 @@ impl IdleAccounting {
         match allowed {
             Some(a) if !free => w.restricted.push((pid, *a)),
             _ => {
+                let had_free = w.has_free();
                 w.free += 1;
-                if w.free == 1 {
+                if !had_free {
                     self.count(cpu, |d| &mut d.n_free, true);
                 } else {
                     changed = false;
@@ -290,8 +304,9 @@ impl IdleAccounting {
         }
         let (mut last_free, mut changed) = (false, false);
         if slot.free {
-            last_free = w.free == 1;
+            let had_free = w.has_free();
             w.free = w.free.saturating_sub(1);
+            last_free = had_free && !w.has_free();
         } else if let Some(i) = w.restricted.iter().position(|(p, _)| *p == pid) {
             w.restricted.swap_remove(i);
             changed = true;
@@ -311,9 +326,42 @@ impl IdleAccounting {
         }
     }
 
-    /// Tasks seen waiting on `cpu` (counted or not).
+    /// Sets the number of anonymous waiters of `cpu` (folded mode: tasks queued there, known
+    /// only by `nr_running`). They are counted and allowed everywhere, alongside any task
+    /// added with [`IdleAccounting::add_waiter`].
+    pub fn set_queued(&mut self, cpu: u32, n: u32) {
+        let Some(w) = self.waiters_mut(cpu) else {
+            return;
+        };
+        if w.anon == n {
+            return;
+        }
+        let had_free = w.has_free();
+        w.anon = n;
+        let (has_free, has_counted) = (w.has_free(), w.has_counted());
+        // As for tasks, only whether the CPU has such waiters matters to the domains.
+        let mut changed = false;
+        if has_free != had_free {
+            self.count(cpu, |d| &mut d.n_free, has_free);
+            changed = true;
+        }
+        if has_counted != self.waiting.contains(cpu as usize) {
+            if has_counted {
+                self.waiting.insert(cpu as usize);
+            } else {
+                self.waiting.remove(cpu as usize);
+            }
+            self.count(cpu, |d| &mut d.n_waiting, has_counted);
+            changed = true;
+        }
+        if changed {
+            self.touch(cpu);
+        }
+    }
+
+    /// Tasks seen waiting on `cpu` (counted or not), anonymous ones included.
     pub fn waiting_on(&self, cpu: u32) -> u32 {
-        self.cpus.get(cpu as usize).map_or(0, |w| w.all)
+        self.cpus.get(cpu as usize).map_or(0, |w| w.all + w.anon)
     }
 
     /// Re-evaluates the domains of the CPUs touched since the last call; a status change
@@ -384,7 +432,7 @@ impl IdleAccounting {
             return WaitStatus::None;
         };
         let (waits_on_idle, free_on_idle) = match self.waiting.contains(i) {
-            true => (1, u32::from(self.cpus[i].free > 0)),
+            true => (1, u32::from(self.cpus[i].has_free())),
             false => (0, 0),
         };
         if d.n_waiting == waits_on_idle {

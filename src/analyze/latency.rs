@@ -3,6 +3,10 @@
 //! per-CPU histograms (the global one with the samples of CPU numbers past [`MAX_CPUS`]),
 //! merged when the interval closes, once per interval instead of once or more per sample.
 //!
+//! In folded mode the samples arrive already folded in the kernel, per CPU and per process
+//! ([`LatencyCollector::merge_cpu`], [`LatencyCollector::merge_process`]): the per-process
+//! histograms are another view of the per-CPU ones, never added to them.
+//!
 //! Memory: per-CPU histograms are bounded by the CPUs; per-process ones live for one interval
 //! and are bounded by the processes that ran in it.
 
@@ -76,6 +80,34 @@ impl LatencyCollector {
             }
         }
         e.hist.record(ns);
+    }
+
+    /// Adds a histogram of samples (folded in the kernel) of tasks that started running on
+    /// `cpu`; it counts in the global and per-domain figures like recorded samples.
+    pub fn merge_cpu(&mut self, cpu: u32, h: &LatHist) {
+        let c = cpu as usize;
+        if c < MAX_CPUS {
+            if self.by_cpu.len() <= c {
+                self.by_cpu.resize(c + 1, LatHist::default());
+            }
+            self.by_cpu[c].merge(h);
+        } else {
+            self.no_cpu.merge(h);
+        }
+    }
+
+    /// Adds a histogram of samples (folded in the kernel) of the tasks of process `tgid`,
+    /// named `leader_comm` (its leader's name, when known). The same samples must also reach
+    /// [`LatencyCollector::merge_cpu`]: this one feeds only the per-process figures.
+    pub fn merge_process(&mut self, tgid: u32, h: &LatHist, leader_comm: Option<&str>) {
+        let e = self.by_proc.entry(Some(tgid)).or_default();
+        if !e.leader_comm {
+            if let Some(c) = leader_comm {
+                e.comm = Some(c.to_string());
+                e.leader_comm = true;
+            }
+        }
+        e.hist.merge(h);
     }
 
     /// The interval's figures, then starts afresh.

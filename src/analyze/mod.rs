@@ -9,6 +9,8 @@
 //! - `latency`: per-interval latency collection (global, per CPU, per domain, per process);
 //! - `migrations`: counts by reason and level crossed, unknown stacks;
 //! - `idle`: idle-while-others-wait time per domain;
+//! - `folded`: folded mode, for sources that fold latency in the kernel (from the first
+//!   `Fold` event on: latency from `Fold` alone, waiters from `nr_running`, no per-task wait);
 //! - `filter`: what is reported; `snapshot`: the JSON contract.
 //!
 //! Invariants: memory is bounded by CPUs, live tasks and distinct stacks, never by time (a
@@ -18,6 +20,7 @@
 //! arrival order; latency deltas saturate at zero.
 
 mod filter;
+mod folded;
 mod hist;
 pub(crate) mod idhash;
 mod idle;
@@ -91,6 +94,10 @@ pub struct Analyzer {
     lost: u64,
     lost_by_cpu: BTreeMap<u32, u64>,
     lost_total: u64,
+    /// A `Fold` event was seen: see the `folded` module. Never reset.
+    folded: bool,
+    /// Folded histograms dropped as inconsistent (damaged or crafted input).
+    dropped_folds: u64,
     model: Model,
 }
 
@@ -121,6 +128,8 @@ impl Analyzer {
             lost: 0,
             lost_by_cpu: BTreeMap::new(),
             lost_total: 0,
+            folded: false,
+            dropped_folds: 0,
             model,
             topo: IndexedTopology::new(topology),
             config,
@@ -283,6 +292,7 @@ impl Analyzer {
         snap
     }
 
+    /// In folded mode only idleness is known exactly: a running task is shown as none.
     fn cpu_table(&self) -> Vec<CpuStatus> {
         self.cpus
             .iter()
@@ -292,7 +302,10 @@ impl Analyzer {
                 cpu: c as u32,
                 idle: s.current.map(|p| p == 0),
                 nr_running: s.nr_running,
-                current_pid: s.current,
+                current_pid: match self.folded {
+                    true => s.current.filter(|p| *p == 0),
+                    false => s.current,
+                },
                 waiting: self.idle.waiting_on(c as u32),
                 util_avg: s.util_avg,
                 capacity: s.capacity,
@@ -350,6 +363,9 @@ impl Analyzer {
             EventKind::NrRunning { rq_cpu, nr_running } => {
                 if let Some(c) = self.cpu_mut(*rq_cpu) {
                     c.nr_running = Some(*nr_running);
+                    if self.folded {
+                        self.refresh_queued(*rq_cpu);
+                    }
                 }
             }
             EventKind::Pelt {
@@ -379,6 +395,7 @@ impl Analyzer {
                     }
                 }
             }
+            EventKind::Fold(f) => self.on_fold(f),
             EventKind::Lost { count } => {
                 self.lost += count;
                 self.lost_total += count;
@@ -391,7 +408,6 @@ impl Analyzer {
             | EventKind::BalanceSoftirq { .. }
             | EventKind::Numa { .. }
             | EventKind::Balance(_)
-            | EventKind::Fold(_)
             | EventKind::Clock => {}
         }
     }
@@ -399,6 +415,9 @@ impl Analyzer {
     // Each task's entry is looked up once per event where the order of the updates allows:
     // switches and wakeups are most of the stream.
     fn on_switch(&mut self, ts: u64, cpu: u32, prev: Pid, prev_state: u32, next: Pid) {
+        if self.folded {
+            return self.folded_switch(cpu, next);
+        }
         if prev != 0 {
             if prev_state == 0 {
                 // Preempted: still runnable, now waiting on this CPU (runqlat re-enqueues it).
@@ -428,8 +447,9 @@ impl Analyzer {
         }
     }
 
+    /// Folded mode takes latency and waiters elsewhere: a wakeup changes nothing here.
     fn on_wakeup(&mut self, ts: u64, pid: Pid, target: u32) {
-        if pid == 0 {
+        if pid == 0 || self.folded {
             return;
         }
         let running = self

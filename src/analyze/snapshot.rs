@@ -163,9 +163,11 @@ pub struct CpuStatus {
     pub idle: Option<bool>,
     /// Runnable tasks on its run queue (from `sched_update_nr_running_tp`).
     pub nr_running: Option<u32>,
-    /// The running task (0 = idle).
+    /// The running task (0 = idle). In folded mode only idleness is known: `None` while a
+    /// task runs.
     pub current_pid: Option<u32>,
-    /// Tasks this analysis sees waiting on its run queue.
+    /// Tasks this analysis sees waiting on its run queue (in folded mode, `nr_running` less
+    /// the running task).
     pub waiting: u32,
     /// Last root CFS `util_avg` sample.
     pub util_avg: Option<u64>,

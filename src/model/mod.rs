@@ -14,7 +14,10 @@
 //! Approximations (see also `stats`): per-CPU inputs are the last `NrRunning`, `Pelt` and
 //! `Capacity` events (capacity 1024 until one is seen) and idleness from `Switch`; per-task
 //! load and misfit are not observable, so the model works with per-CPU figures only; a
-//! thread's place is the last CPU it was seen on.
+//! thread's place is the last CPU it was seen on. A folded source (live `--fold`) sends
+//! switches only at idle transitions and wakeups only while a CPU may be idle: idleness stays
+//! exact, but a busy CPU's `current` may name a task switched out since, and a thread counts
+//! as having run in an interval (for uneven_spread) only if it started on an idle CPU.
 
 pub mod domains;
 pub mod findings;

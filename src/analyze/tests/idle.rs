@@ -330,8 +330,15 @@ fn domain_counters_agree_with_the_definition() {
         .map(|m| m.map(|m| CpuSet::parse_list(m).unwrap()));
     let mut idle = CpuSet::new();
     let mut waiters: Vec<(Pid, u32, Option<CpuSet>, crate::analyze::idle::WaitSlot)> = Vec::new();
+    // Anonymous waiters per CPU (folded mode), mixed with the tasks' to stress the counters.
+    let mut anon = [0u32; 8];
     for step in 0..20_000u64 {
-        match below(3) {
+        match below(4) {
+            3 => {
+                let cpu = below(8) as u32;
+                anon[cpu as usize] = below(3) as u32;
+                acc.set_queued(cpu, anon[cpu as usize]);
+            }
             0 => {
                 let cpu = below(8) as u32;
                 let on = below(2) == 0;
@@ -356,11 +363,16 @@ fn domain_counters_agree_with_the_definition() {
             _ => {}
         }
         acc.settle(step);
-        let counted: Vec<(Pid, u32, Option<CpuSet>)> = waiters
+        let mut counted: Vec<(Pid, u32, Option<CpuSet>)> = waiters
             .iter()
             .filter(|w| w.3.counted())
             .map(|w| (w.0, w.1, w.2))
             .collect();
+        counted.extend(
+            (0..8u32)
+                .filter(|&c| anon[c as usize] > 0)
+                .map(|c| (0, c, None)),
+        );
         for (_, span, status) in acc.statuses() {
             assert_eq!(
                 status,

@@ -1,0 +1,123 @@
+//! Folded mode (live `--fold`): the analyzer's handling of a source that folds run-queue
+//! latency in the kernel and streams only what the rest of the analysis needs.
+//!
+//! The analyzer turns folded at its first [`EventKind::Fold`] (a folded source sends an empty
+//! one before anything else) and stays so. From then on:
+//! - latency comes only from `Fold` events: their per-CPU histograms feed the per-CPU (hence
+//!   global and per-domain) figures, their per-process ones the per-process figures;
+//! - switches (sent only at idle transitions) and wakeups (sent only while some CPU may be
+//!   idle) make no latency sample and no per-task wait, so the task table holds only
+//!   identities and affinities, dropped at exit;
+//! - idle-while-others-wait counts anonymous waiters per CPU, derived from `nr_running` and
+//!   the CPU's idleness (exact at the classes 0, 1 and 2+ the source always reports);
+//! - the CPU table shows no running task but the idle one: between idle transitions the
+//!   analyzer does not know which task runs;
+//! - missed pulls reach the model without the waiting tasks' ids (none is known).
+//!
+//! [`EventKind::Fold`]: crate::event::EventKind::Fold
+
+use super::hist::LatHist;
+use super::idhash::IdMap;
+use super::task::{Exited, TaskState, EXITED_GRACE_NS};
+use super::Analyzer;
+use crate::event::{Fold, Pid};
+
+impl Analyzer {
+    /// Whether the analyzer is in folded mode (it has seen a `Fold` event).
+    pub fn is_folded(&self) -> bool {
+        self.folded
+    }
+
+    /// Folded latency histograms dropped since the analysis started because they were
+    /// inconsistent (their slots or buckets do not sum to their count, or do not fit).
+    pub fn dropped_folds(&self) -> u64 {
+        self.dropped_folds
+    }
+
+    /// Folds one `Fold` event, turning the analyzer folded first if it was not.
+    pub(super) fn on_fold(&mut self, f: &Fold) {
+        if !self.folded {
+            self.enter_folded();
+        }
+        let filter = &self.config.filter;
+        // Per-CPU histograms are taken as they are whatever the task filter: with `-p` the
+        // kernel side keeps only that process's samples; a histogram cannot be split by task.
+        for (cpu, fh) in &f.by_cpu {
+            match LatHist::from_folded(fh) {
+                Some(h) if filter.matches_cpu(*cpu) => self.latency.merge_cpu(*cpu, &h),
+                Some(_) => {}
+                None => self.dropped_folds += 1,
+            }
+        }
+        // Per-process histograms span every CPU: `--cpus` cannot narrow them.
+        for (tgid, fh) in &f.by_tgid {
+            let Some(h) = LatHist::from_folded(fh) else {
+                self.dropped_folds += 1;
+                continue;
+            };
+            let comm = leader_comm(&self.tasks, &self.exited, self.now, *tgid);
+            if filter.matches_task(*tgid, Some(*tgid), comm) {
+                self.latency.merge_process(*tgid, &h, comm);
+            }
+        }
+    }
+
+    /// Turns the analyzer folded. A folded source sends nothing before its first `Fold`, but
+    /// should anything have come before, its waits and enqueue times would never end: they
+    /// go, and the CPUs' waiters are derived from `nr_running` from now on.
+    fn enter_folded(&mut self) {
+        self.folded = true;
+        for (pid, t) in self.tasks.iter_mut() {
+            t.enqueue_ts = None;
+            if let Some(w) = t.wait.take() {
+                self.idle.remove_waiter(*pid, w);
+            }
+        }
+        self.tasks.retain(|_, t| !t.is_empty());
+        for cpu in 0..self.cpus.len() {
+            self.refresh_queued(cpu as u32);
+        }
+    }
+
+    /// A switch in folded mode (an idle transition): only the CPU's idleness changes.
+    pub(super) fn folded_switch(&mut self, cpu: u32, next: Pid) {
+        if let Some(c) = self.cpu_mut(cpu) {
+            c.current = Some(next);
+            self.idle.set_idle(cpu, next == 0);
+            self.refresh_queued(cpu);
+        }
+    }
+
+    /// Re-derives the anonymous waiters of `cpu` for the idle accounting: the tasks queued
+    /// there, `nr_running` less the running one (none when idle); none while either fact is
+    /// unknown.
+    pub(super) fn refresh_queued(&mut self, cpu: u32) {
+        let Some(c) = self.cpus.get(cpu as usize) else {
+            return;
+        };
+        let nr = c.nr_running.unwrap_or(0);
+        let queued = match c.current {
+            Some(0) => nr,
+            Some(_) => nr.saturating_sub(1),
+            None => 0,
+        };
+        self.idle.set_queued(cpu, queued);
+    }
+}
+
+/// The name of process `tgid`'s leader at `now`, if known (an exited leader's within its
+/// grace, as the task filter knows it).
+fn leader_comm<'a>(
+    tasks: &'a IdMap<Pid, TaskState>,
+    exited: &'a Exited,
+    now: u64,
+    tgid: Pid,
+) -> Option<&'a str> {
+    match tasks.get(&tgid) {
+        Some(t) => t.comm.as_deref(),
+        None => match exited.get(&tgid) {
+            Some((_, comm, at)) if now.saturating_sub(*at) < EXITED_GRACE_NS => comm.as_deref(),
+            _ => None,
+        },
+    }
+}
