@@ -129,22 +129,29 @@ struct {
 	__type(value, struct rq_state);
 } rqstate SEC(".maps");
 
-/* Folded mode: when each waiting task became runnable (runqlat's start time), 0 when it is
- * not waiting. tp_btf keeps it in the task's own storage, a few loads away; raw_tp, whose
- * task pointers the helper does not take, in the hash below. */
+/* Folded mode, per task: when it became runnable (runqlat's start time; 0 when it is not
+ * waiting), and the flush period (epoch + 1) in which it last ran on a streamed switch. */
+struct task_fold {
+	__u64 since;
+	__u32 seen;
+	__u32 pad;
+};
+
+/* tp_btf keeps a task_fold in the task's own storage, a few loads away; raw_tp, whose task
+ * pointers the helper does not take, in the hash below. */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, __u64);
-} task_waits SEC(".maps");
+	__type(value, struct task_fold);
+} task_folds SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u32);
-	__type(value, __u64);
-} waits SEC(".maps");
+	__type(value, struct task_fold);
+} folds SEC(".maps");
 
 /* Folded latency per CPU, one entry per bank. */
 struct {
@@ -439,41 +446,31 @@ static __always_inline void fold_sample(__u32 tgid, __u64 ns)
 		hist_add(h, ns, true);
 }
 
+/* p's task_fold, created if missing. */
+static __always_inline struct task_fold *task_fold_of(const bool btf, struct task_struct *p,
+						      __u32 pid)
+{
+	struct task_fold *f, nf = {};
+
+	if (btf)
+		return bpf_task_storage_get(&task_folds, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	f = bpf_map_lookup_elem(&folds, &pid);
+	if (f)
+		return f;
+	bpf_map_update_elem(&folds, &pid, &nf, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&folds, &pid);
+}
+
 /* p became runnable at ts (woken, or preempted and still queued): runqlat's start time. */
 static __always_inline void fold_wait(const bool btf, __u64 ts, struct task_struct *p, __u32 pid)
 {
-	__u64 *w;
+	struct task_fold *f;
 
 	if (fold_tgid && RD(btf, p, tgid) != fold_tgid)
 		return;
-	if (btf) {
-		w = bpf_task_storage_get(&task_waits, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (w)
-			*w = ts;
-		return;
-	}
-	bpf_map_update_elem(&waits, &pid, &ts, BPF_ANY);
-}
-
-/* When next, starting to run, became runnable (0: it was not waiting), forgotten. */
-static __always_inline __u64 fold_unwait(const bool btf, struct task_struct *next, __u32 pid)
-{
-	__u64 *w, t;
-
-	if (btf) {
-		w = bpf_task_storage_get(&task_waits, next, 0, 0);
-		if (!w)
-			return 0;
-		t = *w;
-		*w = 0;
-		return t;
-	}
-	w = bpf_map_lookup_elem(&waits, &pid);
-	if (!w)
-		return 0;
-	t = *w;
-	bpf_map_delete_elem(&waits, &pid);
-	return t;
+	f = task_fold_of(btf, p, pid);
+	if (f)
+		f->since = ts;
 }
 
 /* Whether some CPU may be idle: one not seen busy counts as idle. */
@@ -515,22 +512,38 @@ static __always_inline void send_nr(__u64 ts, __u32 cpu, struct rq_state *st, __
 /*
  * Folded mode's part of a switch: fold next's wait, start prev's if it stays queued, keep
  * the count of busy CPUs, send a sampled nr_running that is due. Returns whether the switch
- * itself is streamed: only at idle transitions.
+ * itself is streamed: at idle transitions, and for a task's first run in a flush period.
  */
 static __always_inline bool fold_switch(const bool btf, __u64 ts, struct task_struct *prev,
 					struct task_struct *next, __u32 prev_pid, __u32 next_pid,
 					long state)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), zero = 0, busy = next_pid ? 2 : 1;
+	struct lbs_fold_ctl *ctl;
+	struct task_fold *f;
 	struct rq_state *st;
+	bool first = false;
 	__u64 since;
 	__s64 *n;
 
 	if (prev_pid && state == 0)
 		fold_wait(btf, ts, prev, prev_pid);
-	since = next_pid ? fold_unwait(btf, next, next_pid) : 0;
-	if (since)
-		fold_sample(RD(btf, next, tgid), ts > since ? ts - since : 0);
+	if (next_pid) {
+		f = task_fold_of(btf, next, next_pid);
+		ctl = bpf_map_lookup_elem(&fold_ctl, &zero);
+		if (f && ctl) {
+			since = f->since;
+			f->since = 0;
+			if (since)
+				fold_sample(RD(btf, next, tgid), ts > since ? ts - since : 0);
+			/* A task's first run in each flush period is streamed: where the
+			 * threads run (uneven_spread) stays known on a busy machine. */
+			if (f->seen != ctl->epoch + 1) {
+				f->seen = ctl->epoch + 1;
+				first = true;
+			}
+		}
+	}
 	st = bpf_map_lookup_elem(&rqstate, &cpu);
 	if (!st)
 		return true;
@@ -544,7 +557,7 @@ static __always_inline bool fold_switch(const bool btf, __u64 ts, struct task_st
 	}
 	if (st->nr_now != st->nr_sent && ts - st->nr_sent_ts >= nr_sample_ns)
 		send_nr(ts, cpu, st, st->nr_now);
-	return !prev_pid || !next_pid;
+	return !prev_pid || !next_pid || first;
 }
 
 static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)

@@ -167,10 +167,11 @@ struct lbs_proc_key {
 	__u32 bank;
 };
 
-/* The fold's control word, written by user space only: the bank being filled. */
+/* The fold's control word, written by user space only: the bank being filled, and the
+ * flush count (a task's first run after each flush is streamed). */
 struct lbs_fold_ctl {
 	__u32 bank;
-	__u32 pad;
+	__u32 epoch;
 };
 
 #endif /* LBSCOPE_H */

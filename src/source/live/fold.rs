@@ -6,7 +6,8 @@
 //! other bank, retired one flush earlier (no handler still writes into it by then), and then
 //! makes it the one filled: samples reach the analyzer one to two flush periods after they
 //! were taken, none is lost or counted twice. The last flush at stop retires the filling bank
-//! too and reads both.
+//! too and reads both. Each flush also starts a new epoch: a task's first run in each is
+//! streamed as a switch, so the model knows where every thread runs (uneven_spread).
 
 use super::skel::LbscopeSkel;
 use crate::event::{Event, EventKind, Fold, FoldedHist};
@@ -23,6 +24,8 @@ pub(super) struct Folder {
     filling: u32,
     /// When the last flush ran (monotonic ns).
     last: u64,
+    /// Flushes so far: a task's first run after each is streamed.
+    epoch: u32,
 }
 
 impl Folder {
@@ -31,6 +34,7 @@ impl Folder {
         Folder {
             filling: 0,
             last: now,
+            epoch: 0,
         }
     }
 
@@ -43,7 +47,8 @@ impl Folder {
     pub(super) fn flush(&mut self, skel: &LbscopeSkel<'_>, now: u64, out: &mut Vec<Event>) {
         let retired = 1 - self.filling;
         let fold = read_bank(skel, retired);
-        set_filling(skel, retired);
+        self.epoch = self.epoch.wrapping_add(1);
+        set_filling(skel, retired, self.epoch);
         self.filling = retired;
         self.last = now;
         out.push(fold_event(now, fold));
@@ -67,9 +72,10 @@ fn fold_event(now: u64, fold: Fold) -> Event {
     }
 }
 
-fn set_filling(skel: &LbscopeSkel<'_>, bank: u32) {
+fn set_filling(skel: &LbscopeSkel<'_>, bank: u32, epoch: u32) {
     let mut v = [0u8; 8];
     v[..4].copy_from_slice(&bank.to_ne_bytes());
+    v[4..].copy_from_slice(&epoch.to_ne_bytes());
     let _ = skel
         .maps
         .fold_ctl
