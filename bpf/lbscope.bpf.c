@@ -129,29 +129,31 @@ struct {
 	__type(value, struct rq_state);
 } rqstate SEC(".maps");
 
-/* Folded mode, per task: when it became runnable (runqlat's start time; 0 when it is not
- * waiting), and the flush period (epoch + 1) in which it last ran on a streamed switch. */
-struct task_fold {
-	__u64 since;
-	__u32 seen;
-	__u32 pad;
+/* Folded mode: when each waiting task became runnable (runqlat's start time), indexed by
+ * pid, 0 when it is not waiting. User space sizes it to pid_max before loading: an array
+ * slot is a plain load and store, where a hash costs a bucket lock and a free-list pop per
+ * wakeup and a delete per switch, and task-local storage fails now and then in tracing
+ * programs before 6.18 (a per-CPU busy count), which would lose samples. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} waits SEC(".maps");
+
+/* Folded mode, per CPU: the tasks that ran on this streamed in the current flush period,
+ * direct-mapped by pid (pid << 32 | epoch + 1). A collision only streams a task twice. */
+#define SEEN_SLOTS 1024
+struct seen_cache {
+	__u64 slot[SEEN_SLOTS];
 };
 
-/* tp_btf keeps a task_fold in the task's own storage, a few loads away; raw_tp, whose task
- * pointers the helper does not take, in the hash below. */
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct task_fold);
-} task_folds SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct task_fold);
-} folds SEC(".maps");
+	__type(value, struct seen_cache);
+} seen SEC(".maps");
 
 /* Folded latency per CPU, one entry per bank. */
 struct {
@@ -400,8 +402,12 @@ struct lbs_hist empty_hist = {};
  * none yet (no wait lasts 0 ns). */
 static __always_inline void hist_add(struct lbs_hist *h, __u64 ns, const bool shared)
 {
-	__u32 i = fine_index(ns), s = log2_slot(ns / 1000);
+	/* 64-bit indices: checked and used in the same register, which verifiers before 6.2 need
+	 * (a 32-bit index is zero-extended into a fresh copy for the access, its bound lost). */
+	__u64 i = fine_index(ns), s = log2_slot(ns / 1000);
 
+	barrier_var(i);
+	barrier_var(s);
 	if (i >= LBS_FINE_LEN || s >= LBS_LOG2_SLOTS)
 		return;
 	if (shared) {
@@ -446,31 +452,42 @@ static __always_inline void fold_sample(__u32 tgid, __u64 ns)
 		hist_add(h, ns, true);
 }
 
-/* p's task_fold, created if missing. */
-static __always_inline struct task_fold *task_fold_of(const bool btf, struct task_struct *p,
-						      __u32 pid)
-{
-	struct task_fold *f, nf = {};
-
-	if (btf)
-		return bpf_task_storage_get(&task_folds, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	f = bpf_map_lookup_elem(&folds, &pid);
-	if (f)
-		return f;
-	bpf_map_update_elem(&folds, &pid, &nf, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&folds, &pid);
-}
-
 /* p became runnable at ts (woken, or preempted and still queued): runqlat's start time. */
 static __always_inline void fold_wait(const bool btf, __u64 ts, struct task_struct *p, __u32 pid)
 {
-	struct task_fold *f;
+	__u64 *w;
 
 	if (fold_tgid && RD(btf, p, tgid) != fold_tgid)
 		return;
-	f = task_fold_of(btf, p, pid);
-	if (f)
-		f->since = ts;
+	w = bpf_map_lookup_elem(&waits, &pid);
+	if (w)
+		*w = ts;
+}
+
+/* When next, starting to run, became runnable (0: it was not waiting), forgotten. */
+static __always_inline __u64 fold_unwait(__u32 pid)
+{
+	__u64 *w = bpf_map_lookup_elem(&waits, &pid), t;
+
+	if (!w)
+		return 0;
+	t = *w;
+	*w = 0;
+	return t;
+}
+
+/* Whether this is pid's first run on this CPU in the flush period `epoch` (then noted). */
+static __always_inline bool first_run(__u32 pid, __u32 epoch)
+{
+	__u32 zero = 0;
+	struct seen_cache *c = bpf_map_lookup_elem(&seen, &zero);
+	__u64 mark = ((__u64)pid << 32) | (epoch + 1);
+	__u32 i = pid & (SEEN_SLOTS - 1);
+
+	if (!c || c->slot[i] == mark)
+		return false;
+	c->slot[i] = mark;
+	return true;
 }
 
 /* Whether some CPU may be idle: one not seen busy counts as idle. */
@@ -520,7 +537,6 @@ static __always_inline bool fold_switch(const bool btf, __u64 ts, struct task_st
 {
 	__u32 cpu = bpf_get_smp_processor_id(), zero = 0, busy = next_pid ? 2 : 1;
 	struct lbs_fold_ctl *ctl;
-	struct task_fold *f;
 	struct rq_state *st;
 	bool first = false;
 	__u64 since;
@@ -529,20 +545,13 @@ static __always_inline bool fold_switch(const bool btf, __u64 ts, struct task_st
 	if (prev_pid && state == 0)
 		fold_wait(btf, ts, prev, prev_pid);
 	if (next_pid) {
-		f = task_fold_of(btf, next, next_pid);
+		since = fold_unwait(next_pid);
+		if (since)
+			fold_sample(RD(btf, next, tgid), ts > since ? ts - since : 0);
+		/* A task's first run in each flush period is streamed: where the threads run
+		 * (uneven_spread) stays known on a busy machine. */
 		ctl = bpf_map_lookup_elem(&fold_ctl, &zero);
-		if (f && ctl) {
-			since = f->since;
-			f->since = 0;
-			if (since)
-				fold_sample(RD(btf, next, tgid), ts > since ? ts - since : 0);
-			/* A task's first run in each flush period is streamed: where the
-			 * threads run (uneven_spread) stays known on a busy machine. */
-			if (f->seen != ctl->epoch + 1) {
-				f->seen = ctl->epoch + 1;
-				first = true;
-			}
-		}
+		first = ctl && first_run(next_pid, ctl->epoch);
 	}
 	st = bpf_map_lookup_elem(&rqstate, &cpu);
 	if (!st)
@@ -858,6 +867,12 @@ static __always_inline int h_exit(const bool btf, __u64 ts, __u64 *ctx)
 	struct lbs_task *e;
 
 	bpf_map_delete_elem(&known, &pid);
+	if (fold) {
+		__u64 *w = bpf_map_lookup_elem(&waits, &pid);
+
+		if (w)
+			*w = 0;
+	}
 	e = reserve(sizeof(*e), LBS_EXIT, ts);
 	if (!e)
 		return 0;

@@ -350,10 +350,7 @@ fn folding_streams_far_fewer_events() {
     );
     let procs = folded["runqlat_by_process"].as_array().expect("by process");
     assert!(!procs.is_empty(), "processes named: {folded}");
-    let listed: u64 = procs
-        .iter()
-        .map(|p| p["count"].as_u64().unwrap())
-        .sum();
+    let listed: u64 = procs.iter().map(|p| p["count"].as_u64().unwrap()).sum();
     assert!(listed <= samples(&folded) && listed > 0);
     assert!(
         procs.iter().any(|p| p["comm"] == "hackbench"),

@@ -286,6 +286,14 @@ fn set_autoload(open: &mut OpenLbscopeSkel<'_>, tp: &str, btf_on: bool, raw_on: 
     }
 }
 
+/// The kernel's pid_max (pids are below it), 4194304 (its largest) if unreadable.
+fn pid_max() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(1 << 22)
+}
+
 /// Opens, configures and loads the skeleton with one attach kind.
 fn load<'o>(
     obj: &'o mut MaybeUninit<libbpf_rs::OpenObject>,
@@ -313,6 +321,13 @@ fn load<'o>(
         .events
         .set_max_entries(cfg.ringbuf_bytes)
         .map_err(|e| SourceError::Load(format!("bad ring buffer size: {e}")))?;
+    if cfg.fold {
+        // One wait slot per possible pid (8 bytes each: 32 MiB at the largest pid_max).
+        open.maps
+            .waits
+            .set_max_entries(pid_max())
+            .map_err(|e| SourceError::Load(format!("sizing the wait table: {e}")))?;
+    }
     for (tp, ok) in present {
         let on = *ok && !cfg.unneeded.contains(tp);
         set_autoload(&mut open, tp, on && !raw, on && raw);
