@@ -25,7 +25,8 @@ struct ProcEntry {
     comm: Option<String>,
     /// `comm` is the leader's (preferred over a thread's).
     leader_comm: bool,
-    hist: LatHist,
+    /// Boxed: inline, the map would move the whole histogram at every rehash.
+    hist: Box<LatHist>,
 }
 
 /// The per-interval latency histograms.
@@ -148,19 +149,22 @@ impl LatencyCollector {
                 }
             }
         }
-        let mut procs: Vec<(Option<u32>, ProcEntry)> = self.by_proc.drain().collect();
+        // A histogram counts its samples by summing its slots: once each.
+        let mut procs: Vec<(u64, Option<u32>, ProcEntry)> = self
+            .by_proc
+            .drain()
+            .map(|(tgid, e)| (e.hist.count(), tgid, e))
+            .collect();
         // Most samples first; tgid breaks ties (unknown last) so hashing never shows.
         procs.sort_unstable_by(|a, b| {
-            b.1.hist
-                .count()
-                .cmp(&a.1.hist.count())
-                .then_with(|| a.0.is_none().cmp(&b.0.is_none()))
-                .then(a.0.cmp(&b.0))
+            b.0.cmp(&a.0)
+                .then_with(|| a.1.is_none().cmp(&b.1.is_none()))
+                .then(a.1.cmp(&b.1))
         });
         let by_process = procs
             .into_iter()
             .take(TOP_PROCESSES)
-            .map(|(tgid, e)| ProcessLatency {
+            .map(|(_, tgid, e)| ProcessLatency {
                 tgid,
                 comm: e.comm,
                 latency: e.hist.summary(),
