@@ -67,13 +67,22 @@ fn proc_entry<'m>(
     tgid: Option<u32>,
 ) -> &'m mut ProcEntry {
     by_proc.entry(tgid).or_insert_with(|| {
-        hists.push(LatHist::default());
+        grow(hists, hists.len() + 1);
         ProcEntry {
             comm: None,
             leader_comm: false,
             hist: (hists.len() - 1) as u32,
         }
     })
+}
+
+/// Extends `hists` to `len` empty histograms. Kept out of line: a histogram is a few KB,
+/// and building one inline would make every caller's stack frame (the analyzer's per-event
+/// path) that much larger.
+#[cold]
+#[inline(never)]
+fn grow(hists: &mut Vec<LatHist>, len: usize) {
+    hists.resize_with(len, LatHist::default);
 }
 
 /// One interval's latency figures, ready for the snapshot.
@@ -102,7 +111,7 @@ impl LatencyCollector {
     ) {
         let c = cpu as usize;
         if c < MAX_CPUS && self.by_cpu.len() <= c {
-            self.by_cpu.resize(c + 1, LatHist::default());
+            grow(&mut self.by_cpu, c + 1);
         }
         let e = proc_entry(&mut self.by_proc, &mut self.proc_hists, tgid);
         self.pending.push(Pending {
@@ -142,7 +151,7 @@ impl LatencyCollector {
         let c = cpu as usize;
         if c < MAX_CPUS {
             if self.by_cpu.len() <= c {
-                self.by_cpu.resize(c + 1, LatHist::default());
+                grow(&mut self.by_cpu, c + 1);
             }
             self.by_cpu[c].merge(h);
         } else {
