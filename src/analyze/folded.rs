@@ -35,6 +35,9 @@ impl Analyzer {
     }
 
     /// Folds one `Fold` event, turning the analyzer folded first if it was not.
+    // Out of line: its histograms are a few KB each on the stack, which inlined would
+    // enlarge the frame of every event's push.
+    #[inline(never)]
     pub(super) fn on_fold(&mut self, f: &Fold) {
         if !self.folded {
             self.enter_folded();

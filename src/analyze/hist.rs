@@ -1,8 +1,8 @@
 //! Run-queue latency histograms: runqlat's log2 microsecond slots (for the familiar picture)
 //! plus a finer log-linear nanosecond histogram (for percentiles), an exact max and min.
 //!
-//! Invariants: `count` equals the sum of `log2` and the sum of `fine`; memory is bounded by
-//! the largest value seen (at most [`FINE_LEN`] counters), never by the number of samples.
+//! Invariants: the sum of `log2` equals the sum of `fine` (the count); memory is fixed (at
+//! most twice [`FINE_LEN`] + [`LOG2_SLOTS`] counters), never grown by the number of samples.
 //!
 //! Percentile precision: the fine histogram keeps every value below 16 ns exact and splits
 //! each power of two above into 16 equal sub-buckets, so a bucket's width is at most 1/16 of
@@ -56,41 +56,115 @@ fn fine_bounds(i: usize) -> (u64, u64) {
 
 /// One latency histogram.
 ///
-/// Laid out so that a sample touches few cache lines: the fields every sample updates share
-/// the first line, then the log2 slots; histograms are recorded into in no particular order
-/// (one per CPU, one per process), so each line touched is likely a miss.
-#[derive(Clone, Debug, Default)]
+/// Laid out so that a sample touches few cache lines, at addresses known from the
+/// histogram's own: the exact min and max and the log2 slots of latencies below 4 ms share
+/// the first line, and the fine buckets follow inline (no pointer to chase first).
+/// Histograms are recorded into in no particular order (one per CPU, one per process), so
+/// each line touched is likely a miss. Counters are 32-bit to halve the lines a histogram
+/// spans; the rare counter that wraps carries into `wide`.
+#[derive(Clone, Debug)]
 #[repr(C, align(64))]
 pub struct LatHist {
-    count: u64,
+    /// `u64::MAX` while empty.
     min_ns: u64,
     max_ns: u64,
-    /// Grown on demand up to the bucket of the largest value seen.
-    fine: Vec<u64>,
-    log2: [u64; LOG2_SLOTS],
+    log2: [u32; LOG2_SLOTS],
+    /// How many times each counter wrapped, once one has.
+    wide: Option<Box<Wide>>,
+    fine: [u32; FINE_LEN],
+}
+
+/// The high halves of a histogram's counters.
+#[derive(Clone, Debug)]
+struct Wide {
+    log2: [u32; LOG2_SLOTS],
+    fine: [u32; FINE_LEN],
+}
+
+impl Default for LatHist {
+    fn default() -> Self {
+        LatHist {
+            min_ns: u64::MAX,
+            max_ns: 0,
+            log2: [0; LOG2_SLOTS],
+            wide: None,
+            fine: [0; FINE_LEN],
+        }
+    }
+}
+
+/// Which counter array of a histogram.
+#[derive(Clone, Copy)]
+enum Counters {
+    Log2,
+    Fine,
 }
 
 impl LatHist {
     /// Number of samples.
     pub fn count(&self) -> u64 {
-        self.count
+        (0..LOG2_SLOTS).map(|i| self.get(Counters::Log2, i)).sum()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.log2.iter().all(|c| *c == 0) && self.wide.is_none()
+    }
+
+    /// The full value of one counter.
+    fn get(&self, which: Counters, i: usize) -> u64 {
+        let (lo, hi) = match which {
+            Counters::Log2 => (self.log2[i], self.wide.as_ref().map_or(0, |w| w.log2[i])),
+            Counters::Fine => (self.fine[i], self.wide.as_ref().map_or(0, |w| w.fine[i])),
+        };
+        (u64::from(hi) << 32) | u64::from(lo)
+    }
+
+    /// Adds `n` to one counter, carrying into `wide`.
+    fn add(&mut self, which: Counters, i: usize, n: u64) {
+        let lo = match which {
+            Counters::Log2 => &mut self.log2[i],
+            Counters::Fine => &mut self.fine[i],
+        };
+        let sum = u64::from(*lo) + (n & u64::from(u32::MAX));
+        *lo = sum as u32;
+        let carry = (n >> 32) + (sum >> 32);
+        if carry > 0 {
+            self.carry(which, i, carry);
+        }
+    }
+
+    #[cold]
+    fn carry(&mut self, which: Counters, i: usize, carry: u64) {
+        let w = self.wide.get_or_insert_with(|| {
+            Box::new(Wide {
+                log2: [0; LOG2_SLOTS],
+                fine: [0; FINE_LEN],
+            })
+        });
+        let hi = match which {
+            Counters::Log2 => &mut w.log2[i],
+            Counters::Fine => &mut w.fine[i],
+        };
+        // A count is at most a u64.
+        *hi = (u64::from(*hi) + carry) as u32;
     }
 
     /// Adds one latency in nanoseconds.
+    #[inline]
     pub fn record(&mut self, ns: u64) {
-        if self.count == 0 || ns < self.min_ns {
-            self.min_ns = ns;
-        }
+        self.min_ns = self.min_ns.min(ns);
         self.max_ns = self.max_ns.max(ns);
-        self.count += 1;
         // runqlat divides by 1000 (integer) before taking the slot.
-        self.log2[log2_slot(ns / 1000)] += 1;
-        let i = fine_index(ns);
-        debug_assert!(i < FINE_LEN);
-        if self.fine.len() <= i {
-            self.fine.resize(i + 1, 0);
+        let s = log2_slot(ns / 1000);
+        self.log2[s] = self.log2[s].wrapping_add(1);
+        if self.log2[s] == 0 {
+            self.carry(Counters::Log2, s, 1);
         }
-        self.fine[i] += 1;
+        let i = fine_index(ns);
+        self.fine[i] = self.fine[i].wrapping_add(1);
+        if self.fine[i] == 0 {
+            self.carry(Counters::Fine, i, 1);
+        }
     }
 
     /// A histogram folded in the kernel, checked: `None` unless its slots and buckets fit and
@@ -104,62 +178,76 @@ impl LatHist {
         {
             return None;
         }
-        let mut log2 = [0u64; LOG2_SLOTS];
-        log2[..f.log2.len()].copy_from_slice(&f.log2);
-        Some(LatHist {
-            count: f.count,
-            min_ns: f.min_ns,
+        let mut h = LatHist {
+            min_ns: if f.count > 0 { f.min_ns } else { u64::MAX },
             max_ns: f.max_ns,
-            fine: f.fine.clone(),
-            log2,
-        })
+            ..LatHist::default()
+        };
+        for (i, c) in f.log2.iter().enumerate() {
+            h.add(Counters::Log2, i, *c);
+        }
+        for (i, c) in f.fine.iter().enumerate() {
+            h.add(Counters::Fine, i, *c);
+        }
+        Some(h)
     }
 
     /// The histogram as a folded source sends it (trailing zeros dropped): tests build
     /// folded streams from recorded samples with it.
     #[cfg(test)]
     pub(crate) fn to_folded(&self) -> crate::event::FoldedHist {
-        let last = |v: &[u64]| v.iter().rposition(|c| *c != 0).map_or(0, |i| i + 1);
+        let all = |which, n| (0..n).map(|i| self.get(which, i)).collect::<Vec<u64>>();
+        let trim = |mut v: Vec<u64>| {
+            v.truncate(v.iter().rposition(|c| *c != 0).map_or(0, |i| i + 1));
+            v
+        };
+        let count = self.count();
         crate::event::FoldedHist {
-            count: self.count,
-            min_ns: self.min_ns,
+            count,
+            min_ns: if count > 0 { self.min_ns } else { 0 },
             max_ns: self.max_ns,
-            log2: self.log2[..last(&self.log2)].to_vec(),
-            fine: self.fine[..last(&self.fine)].to_vec(),
+            log2: trim(all(Counters::Log2, LOG2_SLOTS)),
+            fine: trim(all(Counters::Fine, FINE_LEN)),
         }
     }
 
     /// Adds every sample of `other`.
     pub fn merge(&mut self, other: &LatHist) {
-        if other.count == 0 {
+        if other.is_empty() {
             return;
         }
-        if self.count == 0 || other.min_ns < self.min_ns {
-            self.min_ns = other.min_ns;
-        }
+        self.min_ns = self.min_ns.min(other.min_ns);
         self.max_ns = self.max_ns.max(other.max_ns);
-        self.count += other.count;
-        for (a, b) in self.log2.iter_mut().zip(other.log2.iter()) {
-            *a += b;
+        for i in 0..LOG2_SLOTS {
+            self.add(Counters::Log2, i, other.get(Counters::Log2, i));
         }
-        if self.fine.len() < other.fine.len() {
-            self.fine.resize(other.fine.len(), 0);
-        }
-        for (a, b) in self.fine.iter_mut().zip(other.fine.iter()) {
-            *a += b;
+        match other.wide {
+            None => {
+                for (i, c) in other.fine.iter().enumerate() {
+                    if *c != 0 {
+                        self.add(Counters::Fine, i, u64::from(*c));
+                    }
+                }
+            }
+            Some(_) => {
+                for i in 0..FINE_LEN {
+                    self.add(Counters::Fine, i, other.get(Counters::Fine, i));
+                }
+            }
         }
     }
 
     /// The value (ns) at permille `q` (500 = median, 999 = p99.9): nearest rank, reported as
     /// the bucket midpoint clamped to the exact min and max.
     fn quantile_ns(&self, q: u64) -> u64 {
-        if self.count == 0 {
+        let count = self.count();
+        if count == 0 {
             return 0;
         }
-        let rank = ((self.count as u128 * q as u128).div_ceil(1000)).max(1) as u64;
+        let rank = ((count as u128 * q as u128).div_ceil(1000)).max(1) as u64;
         let mut seen = 0u64;
-        for (i, c) in self.fine.iter().enumerate() {
-            seen += c;
+        for i in 0..FINE_LEN {
+            seen += self.get(Counters::Fine, i);
             if seen >= rank {
                 let (lo, hi) = fine_bounds(i);
                 let mid = lo + (hi - lo) / 2;
@@ -171,10 +259,13 @@ impl LatHist {
 
     /// The serializable summary, in microseconds.
     pub fn summary(&self) -> LatencySummary {
-        let last = self.log2.iter().rposition(|c| *c != 0).map_or(0, |i| i + 1);
+        let mut log2: Vec<u64> = (0..LOG2_SLOTS)
+            .map(|i| self.get(Counters::Log2, i))
+            .collect();
+        log2.truncate(log2.iter().rposition(|c| *c != 0).map_or(0, |i| i + 1));
         LatencySummary {
-            count: self.count,
-            log2_buckets: self.log2[..last].to_vec(),
+            count: log2.iter().sum(),
+            log2_buckets: log2,
             p50: ns_to_us(self.quantile_ns(500)),
             p90: ns_to_us(self.quantile_ns(900)),
             p99: ns_to_us(self.quantile_ns(990)),
@@ -250,6 +341,27 @@ mod tests {
         let mut long = f;
         long.log2.resize(LOG2_SLOTS + 1, 0);
         assert!(LatHist::from_folded(&long).is_none(), "too many slots");
+    }
+
+    #[test]
+    fn counters_carry_past_32_bits() {
+        let mut h = LatHist::default();
+        h.record(5_000);
+        let (s, i) = (log2_slot(5), fine_index(5_000));
+        h.log2[s] = u32::MAX;
+        h.fine[i] = u32::MAX;
+        h.record(5_000);
+        assert_eq!(h.count(), 1 << 32);
+        assert_eq!(h.get(Counters::Fine, i), 1 << 32);
+        let mut sum = LatHist::default();
+        sum.merge(&h);
+        sum.merge(&h);
+        assert_eq!(sum.count(), 1 << 33);
+        assert_eq!(
+            LatHist::from_folded(&sum.to_folded()).unwrap().count(),
+            1 << 33
+        );
+        assert_eq!(sum.summary().p50, 5.0);
     }
 
     #[test]

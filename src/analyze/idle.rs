@@ -366,10 +366,16 @@ impl IdleAccounting {
 
     /// Re-evaluates the domains of the CPUs touched since the last call; a status change
     /// takes effect at `t`.
+    #[inline]
     pub fn settle(&mut self, t: u64) {
-        if self.touched.is_empty() {
-            return;
+        // Most events touch nothing: that check stays inline in the caller.
+        if !self.touched.is_empty() {
+            self.settle_touched(t);
         }
+    }
+
+    #[inline(never)]
+    fn settle_touched(&mut self, t: u64) {
         let mut dom_ids = std::mem::take(&mut self.dom_scratch);
         dom_ids.clear();
         for cpu in self.touched.drain(..) {
@@ -465,11 +471,18 @@ impl IdleAccounting {
     /// The movable domains whose stretch has lasted at least its domain's limit at `t` and was
     /// not reported yet; each stretch is reported once. Runs after every event: it scans only
     /// once the earliest deadline has come.
+    #[inline]
     pub fn overdue(&mut self, t: u64) -> Vec<Overdue> {
-        let mut out = Vec::new();
+        // Nearly always nothing is due: that check stays inline in the caller.
         if t < self.next_due {
-            return out;
+            return Vec::new();
         }
+        self.overdue_scan(t)
+    }
+
+    #[inline(never)]
+    fn overdue_scan(&mut self, t: u64) -> Vec<Overdue> {
+        let mut out = Vec::new();
         let mut next_due = u64::MAX;
         for &i in &self.movable {
             let d = &mut self.doms[i as usize];
