@@ -58,7 +58,8 @@ impl Analyzer {
                 self.dropped_folds += 1;
                 continue;
             };
-            let comm = leader_comm(&self.tasks, &self.exited, self.now, *tgid);
+            let comm = leader_comm(&self.tasks, &self.exited, self.now, *tgid)
+                .or_else(|| self.thread_names.get(tgid).map(String::as_str));
             if filter.matches_task(*tgid, Some(*tgid), comm) {
                 self.latency.merge_process(*tgid, &h, comm);
             }
@@ -79,6 +80,15 @@ impl Analyzer {
         self.tasks.retain(|_, t| !t.is_empty());
         for cpu in 0..self.cpus.len() {
             self.refresh_queued(cpu as u32);
+        }
+    }
+
+    /// Remembers a thread's name for its process while the leader's is not known.
+    pub(super) fn name_process(&mut self, pid: Pid, tgid: Pid, comm: &str) {
+        if pid != tgid && !self.tasks.get(&tgid).is_some_and(|t| t.comm.is_some()) {
+            self.thread_names
+                .entry(tgid)
+                .or_insert_with(|| comm.to_string());
         }
     }
 
@@ -109,7 +119,7 @@ impl Analyzer {
 }
 
 /// The name of process `tgid`'s leader at `now`, if known (an exited leader's within its
-/// grace, as the task filter knows it).
+/// grace, as the task filter knows it). Without it, the caller falls back on a thread's.
 fn leader_comm<'a>(
     tasks: &'a IdMap<Pid, TaskState>,
     exited: &'a Exited,

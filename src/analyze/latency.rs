@@ -173,6 +173,15 @@ impl LatencyCollector {
         self.proc_hists[e.hist as usize].merge(h);
     }
 
+    /// Process `tgid`'s leader took the name `comm` (exec): its figures are named so from
+    /// now on, whatever name its first sample gave them.
+    pub fn renamed(&mut self, tgid: u32, comm: &str) {
+        if let Some(e) = self.by_proc.get_mut(&Some(tgid)) {
+            e.comm = Some(comm.to_string());
+            e.leader_comm = true;
+        }
+    }
+
     /// The interval's figures, then starts afresh.
     pub fn take(&mut self, topo: &Topology, filter: &Filter) -> LatencyFigures {
         self.flush();

@@ -98,6 +98,9 @@ pub struct Analyzer {
     folded: bool,
     /// Folded histograms dropped as inconsistent (damaged or crafted input).
     dropped_folds: u64,
+    /// Folded mode: a thread's name for processes whose leader is not known (their folded
+    /// latency needs a name); forgotten when one of their threads exits.
+    thread_names: IdMap<Pid, String>,
     model: Model,
 }
 
@@ -130,6 +133,7 @@ impl Analyzer {
             lost_total: 0,
             folded: false,
             dropped_folds: 0,
+            thread_names: IdMap::default(),
             model,
             topo: IndexedTopology::new(topology),
             config,
@@ -381,10 +385,22 @@ impl Analyzer {
                 }
             }
             EventKind::Task {
-                pid, tgid, comm, ..
-            } => self.set_identity(*pid, Some(*tgid), Some(comm)),
+                pid,
+                tgid,
+                comm,
+                exec,
+            } => {
+                self.set_identity(*pid, Some(*tgid), Some(comm));
+                if *exec && pid == tgid {
+                    self.latency.renamed(*tgid, comm);
+                }
+                if self.folded {
+                    self.name_process(*pid, *tgid, comm);
+                }
+            }
             EventKind::Affinity { pid, cpus } => self.on_affinity(*pid, cpus),
-            EventKind::Exit { pid, .. } => {
+            EventKind::Exit { pid, tgid } => {
+                self.thread_names.remove(tgid);
                 self.stop_wait(*pid);
                 if let Some(t) = self.tasks.remove(pid) {
                     if self.config.filter.filters_tasks() {
