@@ -85,7 +85,7 @@ impl Analyzer {
 
     /// Remembers a thread's name for its process while the leader's is not known.
     pub(super) fn name_process(&mut self, pid: Pid, tgid: Pid, comm: &str) {
-        if pid != tgid && !self.tasks.get(&tgid).is_some_and(|t| t.comm.is_some()) {
+        if pid != tgid && self.tasks.get(&tgid).is_none_or(|t| t.comm.is_none()) {
             self.thread_names
                 .entry(tgid)
                 .or_insert_with(|| comm.to_string());
