@@ -493,7 +493,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__report)
-            opts="-o -i -c -p -h --output --interval --count --json --synthetic --synthetic-events --synthetic-rate --validate --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
+            opts="-o -i -c -p -h --output --interval --count --json --synthetic --synthetic-events --synthetic-rate --validate --fold --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -533,6 +533,10 @@ _lbscope() {
                     ;;
                 --synthetic-rate)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fold)
+                    COMPREPLY=($(compgen -W "auto on off" -- "${cur}"))
                     return 0
                     ;;
                 --pid)
@@ -599,7 +603,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__top)
-            opts="-i -p -h --interval --demo --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
+            opts="-i -p -h --interval --demo --fold --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -611,6 +615,10 @@ _lbscope() {
                     ;;
                 -i)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fold)
+                    COMPREPLY=($(compgen -W "auto on off" -- "${cur}"))
                     return 0
                     ;;
                 --pid)

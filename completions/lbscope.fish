@@ -42,6 +42,9 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s c -l count -d
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l synthetic -d 'Instead of the kernel, a generated event stream of a machine with this many CPUs (SMT pairs, 16-CPU LLCs, 2 NUMA nodes), for measuring the analyzer at scale. Prints the sustained events per second on stderr at the end' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l synthetic-events -d 'With --synthetic: stop after this many events (default: until Ctrl-C)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l synthetic-rate -d 'With --synthetic: the simulated machine\'s event rate (event time, events per second)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l fold -d 'Fold run-queue latency into histograms in the kernel instead of streaming every switch: switches are sent only at idle transitions, wakeups only while a CPU may be idle, nr_running above 2 sampled (at most every ms per CPU). Latency stays exact; idle-while-others-wait counts queued tasks from nr_running (no pinned/movable split, no task filter), per-task waits are not kept. Takes -p, not --comm or --cpus' -r -f -a "auto\t'Fold on machines with more than 64 CPUs, when no recording is written and neither --comm nor --cpus is given'
+on\t'Always fold (refused with a recording, --comm or --cpus)'
+off\t'Stream every event'"
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s p -l pid -d 'Only this process (all its threads)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
@@ -61,6 +64,9 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l json -d 'One 
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l validate -d 'Validation mode: sets the kernel\'s own balancer decisions (struct lb_env, recorded only where fentry on the balancer loads: `lbscope doctor` says whether it does) against the model\'s, per domain level (balanced or not, migration type), and the stack-derived migration reasons against the kernel\'s idle type. Printed after the intervals (JSON: a last line `{"validation": {...}}`). Fails on a kernel or recording without them'
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -s i -l interval -d 'Refresh interval in seconds: the analyzer\'s interval (`+`/`-` change it)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l fold -d 'Fold run-queue latency into histograms in the kernel instead of streaming every switch: switches are sent only at idle transitions, wakeups only while a CPU may be idle, nr_running above 2 sampled (at most every ms per CPU). Latency stays exact; idle-while-others-wait counts queued tasks from nr_running (no pinned/movable split, no task filter), per-task waits are not kept. Takes -p, not --comm or --cpus' -r -f -a "auto\t'Fold on machines with more than 64 CPUs, when no recording is written and neither --comm nor --cpus is given'
+on\t'Always fold (refused with a recording, --comm or --cpus)'
+off\t'Stream every event'"
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -s p -l pid -d 'Only this process (all its threads)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
