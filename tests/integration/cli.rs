@@ -55,6 +55,25 @@ fn bad_flags_are_usage_errors() {
     assert_one_line_error(code, 2, &err, "power of two");
 }
 
+/// `--fold on` refuses what folding cannot honour, before touching the kernel.
+#[cfg(feature = "bpf")]
+#[test]
+fn fold_on_refuses_what_it_cannot_honour() {
+    for (args, needle) in [
+        (&["report", "--fold", "on", "--comm", "x"][..], "by process"),
+        (
+            &["report", "--fold", "on", "-o", "/tmp/never.lbs"][..],
+            "recording",
+        ),
+        (&["top", "--fold", "on", "--cpus", "0"][..], "--cpus"),
+    ] {
+        let (code, _, err) = run(args, &[]);
+        assert_one_line_error(code, 2, &err, needle);
+        assert!(err.contains("--fold on"), "{err}");
+    }
+    assert!(!std::path::Path::new("/tmp/never.lbs").exists());
+}
+
 #[test]
 fn unknown_pid_says_so() {
     let (code, _, err) = run(&["report", "-p", "999999999"], &[]);
