@@ -424,18 +424,14 @@ static __always_inline void hist_add(struct lbs_hist *h, __u64 ns, const bool sh
 		h->max_ns = ns;
 }
 
-/* One run-queue latency sample of a task of `tgid` that starts running on this CPU. */
-static __always_inline void fold_sample(__u32 tgid, __u64 ns)
+/* One run-queue latency sample of a task of `tgid` that starts running on this CPU, into
+ * `bank` (the one user space has the programs fill). */
+static __always_inline void fold_sample(__u32 bank, __u32 tgid, __u64 ns)
 {
 	struct lbs_proc_key key = {};
-	struct lbs_fold_ctl *ctl;
 	struct lbs_hist *h;
-	__u32 zero = 0;
 
-	ctl = bpf_map_lookup_elem(&fold_ctl, &zero);
-	if (!ctl)
-		return;
-	key.bank = ctl->bank & 1;
+	key.bank = bank & 1;
 	key.tgid = tgid;
 	h = bpf_map_lookup_elem(&cpu_hist, &key.bank);
 	if (h)
@@ -464,7 +460,7 @@ static __always_inline void fold_wait(const bool btf, __u64 ts, struct task_stru
 		*w = ts;
 }
 
-/* When next, starting to run, became runnable (0: it was not waiting), forgotten. */
+/* When pid became runnable (0: not waiting); the wait is forgotten (it runs, or exits). */
 static __always_inline __u64 fold_unwait(__u32 pid)
 {
 	__u64 *w = bpf_map_lookup_elem(&waits, &pid), t;
@@ -544,14 +540,14 @@ static __always_inline bool fold_switch(const bool btf, __u64 ts, struct task_st
 
 	if (prev_pid && state == 0)
 		fold_wait(btf, ts, prev, prev_pid);
-	if (next_pid) {
+	ctl = bpf_map_lookup_elem(&fold_ctl, &zero);
+	if (next_pid && ctl) {
 		since = fold_unwait(next_pid);
 		if (since)
-			fold_sample(RD(btf, next, tgid), ts > since ? ts - since : 0);
+			fold_sample(ctl->bank, RD(btf, next, tgid), ts > since ? ts - since : 0);
 		/* A task's first run in each flush period is streamed: where the threads run
 		 * (uneven_spread) stays known on a busy machine. */
-		ctl = bpf_map_lookup_elem(&fold_ctl, &zero);
-		first = ctl && first_run(next_pid, ctl->epoch);
+		first = first_run(next_pid, ctl->epoch);
 	}
 	st = bpf_map_lookup_elem(&rqstate, &cpu);
 	if (!st)
@@ -867,12 +863,8 @@ static __always_inline int h_exit(const bool btf, __u64 ts, __u64 *ctx)
 	struct lbs_task *e;
 
 	bpf_map_delete_elem(&known, &pid);
-	if (fold) {
-		__u64 *w = bpf_map_lookup_elem(&waits, &pid);
-
-		if (w)
-			*w = 0;
-	}
+	if (fold)
+		fold_unwait(pid);
 	e = reserve(sizeof(*e), LBS_EXIT, ts);
 	if (!e)
 		return 0;
