@@ -10,12 +10,13 @@
 //! streamed as a switch, so the model knows where every thread runs (uneven_spread).
 
 use super::skel::LbscopeSkel;
+use crate::analyze::LOG2_SLOTS;
 use crate::event::{Event, EventKind, Fold, FoldedHist};
 use libbpf_rs::{MapCore, MapFlags};
 
 /// Counters in one `struct lbs_hist`: count, min, max, the log2 slots, the fine buckets.
+/// The slots are the analyzer's; the fine buckets stop at the kernel's cap (LBS_FINE_LEN).
 const HIST_WORDS: usize = 3 + LOG2_SLOTS + FINE_LEN;
-const LOG2_SLOTS: usize = 26;
 const FINE_LEN: usize = 528;
 
 /// The flush state.
@@ -29,8 +30,10 @@ pub(super) struct Folder {
 }
 
 impl Folder {
-    /// Starts with bank 0 filling (the maps' initial state).
-    pub(super) fn new(now: u64) -> Folder {
+    /// Starts with bank 0 filling (the maps' initial state), and puts the empty `Fold` that
+    /// opens a folded stream first in `batch`, before any event the programs sent.
+    pub(super) fn new(now: u64, batch: &mut Vec<Event>) -> Folder {
+        batch.insert(0, fold_event(now, Fold::default()));
         Folder {
             filling: 0,
             last: now,

@@ -473,19 +473,9 @@ fn drain(
     };
     let _ = ready.send(Ok(report));
     let mut lost_seen: Vec<u64> = Vec::new();
-    let mut folder = cfg.fold.then(|| {
-        let now = clock::monotonic_ns();
-        // The first event of a folded stream says so, before any wait could be counted.
-        batch.borrow_mut().insert(
-            0,
-            Event {
-                ts_ns: now,
-                cpu: 0,
-                kind: EventKind::Fold(Box::default()),
-            },
-        );
-        fold::Folder::new(now)
-    });
+    let mut folder = cfg
+        .fold
+        .then(|| fold::Folder::new(clock::monotonic_ns(), &mut batch.borrow_mut()));
     loop {
         let stopping = stop.load(Ordering::SeqCst) != RUNNING;
         let _ = rb.poll(if stopping {
