@@ -109,10 +109,7 @@ impl LatencyCollector {
         ns: u64,
         name: impl FnOnce() -> (Option<&'a str>, bool),
     ) {
-        let c = cpu as usize;
-        if c < MAX_CPUS && self.by_cpu.len() <= c {
-            grow(&mut self.by_cpu, c + 1);
-        }
+        self.cpu_slot(cpu);
         let e = proc_entry(&mut self.by_proc, &mut self.proc_hists, tgid);
         self.pending.push(Pending {
             // Past `by_cpu` (and so in `no_cpu`) exactly when past MAX_CPUS.
@@ -148,14 +145,19 @@ impl LatencyCollector {
     /// Adds a histogram of samples (folded in the kernel) of tasks that started running on
     /// `cpu`; it counts in the global and per-domain figures like recorded samples.
     pub fn merge_cpu(&mut self, cpu: u32, h: &LatHist) {
+        self.cpu_slot(cpu);
+        match self.by_cpu.get_mut(cpu as usize) {
+            Some(c) => c.merge(h),
+            None => self.no_cpu.merge(h),
+        }
+    }
+
+    /// Makes sure `cpu` has its histogram in `by_cpu`, unless it is past [`MAX_CPUS`] (its
+    /// samples then count in `no_cpu` only).
+    fn cpu_slot(&mut self, cpu: u32) {
         let c = cpu as usize;
-        if c < MAX_CPUS {
-            if self.by_cpu.len() <= c {
-                grow(&mut self.by_cpu, c + 1);
-            }
-            self.by_cpu[c].merge(h);
-        } else {
-            self.no_cpu.merge(h);
+        if c < MAX_CPUS && self.by_cpu.len() <= c {
+            grow(&mut self.by_cpu, c + 1);
         }
     }
 
