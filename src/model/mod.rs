@@ -16,8 +16,8 @@
 //! load and misfit are not observable, so the model works with per-CPU figures only; a
 //! thread's place is the last CPU it was seen on. A folded source (live `--fold`) sends
 //! switches only at idle transitions and wakeups only while a CPU may be idle: idleness stays
-//! exact, but a busy CPU's `current` may name a task switched out since, and a thread counts
-//! as having run in an interval (for uneven_spread) only if it started on an idle CPU.
+//! exact, but a busy CPU's `current` may name a task switched out since, and a thread is seen
+//! running (for uneven_spread) at its first run on each CPU in each 100 ms flush period.
 
 pub mod domains;
 pub mod findings;
