@@ -16,10 +16,6 @@ fn fold_start(ts: u64) -> Event {
     fold(ts, Vec::new(), Vec::new())
 }
 
-fn nr(ts: u64, rq_cpu: u32, nr_running: u32) -> Event {
-    ev(ts, rq_cpu, EventKind::NrRunning { rq_cpu, nr_running })
-}
-
 /// Processes (tgid, leader's comm) and their threads.
 const PROCS: [(Pid, &str, &[Pid]); 3] = [
     (100, "web", &[100, 101, 102]),

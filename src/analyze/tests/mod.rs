@@ -103,6 +103,11 @@ pub fn exit(ts: u64, pid: Pid, tgid: Pid) -> Event {
     ev(ts, 0, EventKind::Exit { pid, tgid })
 }
 
+/// `sched_update_nr_running_tp`: `rq_cpu`'s nr_running, seen on that CPU.
+pub fn nr(ts: u64, rq_cpu: u32, nr_running: u32) -> Event {
+    ev(ts, rq_cpu, EventKind::NrRunning { rq_cpu, nr_running })
+}
+
 pub fn clock(ts: u64) -> Event {
     ev(ts, 0, EventKind::Clock)
 }

@@ -2,7 +2,7 @@
 //! one positive and one negative case per kind, the cap, and a balanced run raising nothing.
 
 use crate::analyze::tests::{
-    affinity, analyzer, clock, ev, migrate, one, run, switch, task, topo3, wakeup, LONG,
+    affinity, analyzer, clock, ev, migrate, nr, one, run, switch, task, topo3, wakeup, LONG,
 };
 use crate::analyze::{Analyzer, AnalyzerConfig, Snapshot};
 use crate::event::{Event, EventKind, Reason};
@@ -10,17 +10,6 @@ use crate::model::{Finding, FindingKind, FindingLog, ModelConfig};
 use crate::topology::{LevelKind, Topology};
 
 const MS: u64 = 1_000_000;
-
-fn nr(ts: u64, cpu: u32, n: u32) -> Event {
-    ev(
-        ts,
-        cpu,
-        EventKind::NrRunning {
-            rq_cpu: cpu,
-            nr_running: n,
-        },
-    )
-}
 
 fn count(s: &Snapshot, k: FindingKind) -> u64 {
     s.findings_by_kind[k.name()]
