@@ -120,6 +120,7 @@ impl LatHist {
     }
 
     /// Adds `n` to one counter, carrying into `wide`.
+    #[inline]
     fn add(&mut self, which: Counters, i: usize, n: u64) {
         let lo = match which {
             Counters::Log2 => &mut self.log2[i],
@@ -155,16 +156,8 @@ impl LatHist {
         self.min_ns = self.min_ns.min(ns);
         self.max_ns = self.max_ns.max(ns);
         // runqlat divides by 1000 (integer) before taking the slot.
-        let s = log2_slot(ns / 1000);
-        self.log2[s] = self.log2[s].wrapping_add(1);
-        if self.log2[s] == 0 {
-            self.carry(Counters::Log2, s, 1);
-        }
-        let i = fine_index(ns);
-        self.fine[i] = self.fine[i].wrapping_add(1);
-        if self.fine[i] == 0 {
-            self.carry(Counters::Fine, i, 1);
-        }
+        self.add(Counters::Log2, log2_slot(ns / 1000), 1);
+        self.add(Counters::Fine, fine_index(ns), 1);
     }
 
     /// A histogram folded in the kernel, checked: `None` unless its slots and buckets fit and
