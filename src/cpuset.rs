@@ -132,6 +132,16 @@ impl CpuSet {
         self.iter().next()
     }
 
+    /// The lowest CPU in both sets (the first of [`CpuSet::and`], without building it).
+    pub fn first_common(&self, other: &CpuSet) -> Option<usize> {
+        self.bits
+            .iter()
+            .zip(other.bits.iter())
+            .enumerate()
+            .find(|(_, (a, b))| *a & *b != 0)
+            .map(|(i, (a, b))| i * 64 + (a & b).trailing_zeros() as usize)
+    }
+
     /// CPUs in ascending order.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         self.bits.iter().enumerate().flat_map(|(i, w)| {

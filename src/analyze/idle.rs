@@ -378,13 +378,21 @@ impl IdleAccounting {
     fn settle_touched(&mut self, t: u64) {
         let mut dom_ids = std::mem::take(&mut self.dom_scratch);
         dom_ids.clear();
-        for cpu in self.touched.drain(..) {
+        if let [cpu] = self.touched[..] {
+            // Nearly always one CPU: its domain list is already sorted and without repeats.
             if let Some(ds) = self.cpu_doms.get(cpu as usize) {
                 dom_ids.extend_from_slice(ds);
             }
+            self.touched.clear();
+        } else {
+            for cpu in self.touched.drain(..) {
+                if let Some(ds) = self.cpu_doms.get(cpu as usize) {
+                    dom_ids.extend_from_slice(ds);
+                }
+            }
+            dom_ids.sort_unstable();
+            dom_ids.dedup();
         }
-        dom_ids.sort_unstable();
-        dom_ids.dedup();
         for &i in &dom_ids {
             let i = i as usize;
             let status = self.evaluate(&self.doms[i]);
@@ -434,7 +442,7 @@ impl IdleAccounting {
         }
         // One idle CPU: a task waiting on it is about to run there, so only the waiters of
         // the other CPUs count, and only that CPU can take them.
-        let Some(i) = self.idle.and(span).first() else {
+        let Some(i) = self.idle.first_common(span) else {
             return WaitStatus::None;
         };
         let (waits_on_idle, free_on_idle) = match self.waiting.contains(i) {

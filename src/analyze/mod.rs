@@ -195,7 +195,7 @@ impl Analyzer {
         self.dirty = true;
         if !matches!(ev.kind, EventKind::Clock) {
             self.events += 1;
-            self.model.push(ev);
+            self.model.tick(ev.ts_ns);
             self.apply(ev);
         }
         // The state after this event holds from `t` until the next event.
@@ -322,6 +322,10 @@ impl Analyzer {
         crate::cpuset::per_cpu_mut(&mut self.cpus, cpu)
     }
 
+    /// Applies one event to the model and to the analyzer's own state, with one match of its
+    /// kind: the kinds of nearly every event (switches, wakeups, `nr_running`, PELT) inline,
+    /// the others out of line, so that the per-event path stays small.
+    #[inline]
     fn apply(&mut self, ev: &Event) {
         let (ts, cpu) = (ev.ts_ns, ev.cpu);
         match &ev.kind {
@@ -329,8 +333,51 @@ impl Analyzer {
                 prev_pid,
                 prev_state,
                 next_pid,
-            } => self.on_switch(ts, cpu, *prev_pid, *prev_state, *next_pid),
-            EventKind::Wakeup { pid, target_cpu } => self.on_wakeup(ts, *pid, *target_cpu),
+            } => {
+                self.model.switched(cpu, *next_pid);
+                self.on_switch(ts, cpu, *prev_pid, *prev_state, *next_pid);
+            }
+            EventKind::Wakeup { pid, target_cpu } => {
+                self.model.woken(ts, *pid, *target_cpu);
+                self.on_wakeup(ts, *pid, *target_cpu);
+            }
+            EventKind::NrRunning { rq_cpu, nr_running } => {
+                self.model.nr_running(*rq_cpu, *nr_running);
+                if let Some(c) = self.cpu_mut(*rq_cpu) {
+                    c.nr_running = Some(*nr_running);
+                    if self.folded {
+                        self.refresh_queued(*rq_cpu);
+                    }
+                }
+            }
+            EventKind::Pelt {
+                rq_cpu,
+                load_avg,
+                runnable_avg,
+                util_avg,
+                util_est,
+            } => {
+                self.model
+                    .pelt(*rq_cpu, *load_avg, *runnable_avg, *util_avg, *util_est);
+                if let Some(c) = self.cpu_mut(*rq_cpu) {
+                    c.util_avg = Some(*util_avg);
+                }
+            }
+            // Waking precedes placement and changes nothing here or in the model; Clock
+            // never reaches this point.
+            EventKind::Waking { .. } | EventKind::Clock => {}
+            _ => {
+                self.model.push_other(ev);
+                self.apply_other(ev);
+            }
+        }
+    }
+
+    /// [`Analyzer::apply`] for the kinds it does not handle inline.
+    #[inline(never)]
+    fn apply_other(&mut self, ev: &Event) {
+        let (ts, cpu) = (ev.ts_ns, ev.cpu);
+        match &ev.kind {
             EventKind::WakeupNew {
                 pid,
                 tgid,
@@ -364,21 +411,6 @@ impl Analyzer {
                 self.count_migration(*pid, *src_cpu, *dst_cpu, *reason, by_context, *stack_id);
             }
             EventKind::Stack { id, frames, .. } => self.migrations.describe_stack(*id, frames),
-            EventKind::NrRunning { rq_cpu, nr_running } => {
-                if let Some(c) = self.cpu_mut(*rq_cpu) {
-                    c.nr_running = Some(*nr_running);
-                    if self.folded {
-                        self.refresh_queued(*rq_cpu);
-                    }
-                }
-            }
-            EventKind::Pelt {
-                rq_cpu, util_avg, ..
-            } => {
-                if let Some(c) = self.cpu_mut(*rq_cpu) {
-                    c.util_avg = Some(*util_avg);
-                }
-            }
             EventKind::Capacity { rq_cpu, capacity } => {
                 if let Some(c) = self.cpu_mut(*rq_cpu) {
                     c.capacity = Some(*capacity);
@@ -417,13 +449,17 @@ impl Analyzer {
                 self.lost_total += count;
                 *self.lost_by_cpu.entry(cpu).or_insert(0) += count;
             }
-            // Balancer internals, NUMA ops and cgroups belong to the model; waking precedes
-            // placement and changes nothing here; Clock never reaches this point.
-            EventKind::Waking { .. }
-            | EventKind::Cgroup { .. }
+            // Balancer internals, NUMA ops and cgroups belong to the model; the kinds handled
+            // inline never reach this point.
+            EventKind::Cgroup { .. }
             | EventKind::BalanceSoftirq { .. }
             | EventKind::Numa { .. }
             | EventKind::Balance(_)
+            | EventKind::Switch { .. }
+            | EventKind::Wakeup { .. }
+            | EventKind::NrRunning { .. }
+            | EventKind::Pelt { .. }
+            | EventKind::Waking { .. }
             | EventKind::Clock => {}
         }
     }

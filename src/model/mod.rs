@@ -241,21 +241,87 @@ impl Model {
 
     /// Folds one event: per-CPU and per-task state, and the findings judged at events
     /// (busy_wakeup, harmful_migration, ping_pong).
+    ///
+    /// The kinds of nearly every event (switches, wakeups, `nr_running`, PELT) have their own
+    /// entry points, for a caller that already matched the event's kind ([`Model::tick`]
+    /// first, then one of them or [`Model::push_other`]); the others are handled out of line,
+    /// so that the per-event path stays small.
+    #[inline]
     pub fn push(&mut self, ev: &Event) {
         let (t, cpu) = (ev.ts_ns, ev.cpu);
-        self.spread_tick(t);
+        self.tick(t);
         match &ev.kind {
-            EventKind::Switch { next_pid, .. } => {
-                if let Some(c) = self.cpu_mut(cpu) {
-                    c.current = Some(*next_pid);
-                }
-                self.refresh_idle(cpu);
-                self.tasks.ran(*next_pid, cpu);
-            }
-            EventKind::Wakeup { pid, target_cpu } => {
-                self.check_wakeup(t, *pid, *target_cpu);
-                self.tasks.place(*pid, *target_cpu);
-            }
+            EventKind::Switch { next_pid, .. } => self.switched(cpu, *next_pid),
+            EventKind::Wakeup { pid, target_cpu } => self.woken(t, *pid, *target_cpu),
+            EventKind::NrRunning { rq_cpu, nr_running } => self.nr_running(*rq_cpu, *nr_running),
+            EventKind::Pelt {
+                rq_cpu,
+                load_avg,
+                runnable_avg,
+                util_avg,
+                util_est,
+            } => self.pelt(*rq_cpu, *load_avg, *runnable_avg, *util_avg, *util_est),
+            _ => self.push_other(ev),
+        }
+    }
+
+    /// The first step of every event: the time-driven samples (uneven_spread) that are due
+    /// at `t`, the event's timestamp.
+    #[inline]
+    pub fn tick(&mut self, t: u64) {
+        self.spread_tick(t);
+    }
+
+    /// A `Switch` on `cpu` to `next`.
+    #[inline]
+    pub fn switched(&mut self, cpu: u32, next: Pid) {
+        if let Some(c) = self.cpu_mut(cpu) {
+            c.current = Some(next);
+        }
+        self.refresh_idle(cpu);
+        self.tasks.ran(next, cpu);
+    }
+
+    /// A `Wakeup` at `t` of `pid`, queued on `target`.
+    #[inline]
+    pub fn woken(&mut self, t: u64, pid: Pid, target: u32) {
+        self.check_wakeup(t, pid, target);
+        self.tasks.place(pid, target);
+    }
+
+    /// An `NrRunning` of `rq_cpu`.
+    #[inline]
+    pub fn nr_running(&mut self, rq_cpu: u32, nr_running: u32) {
+        if let Some(c) = self.cpu_mut(rq_cpu) {
+            c.nr_running = Some(nr_running);
+            c.pending_in = 0;
+        }
+        self.refresh_idle(rq_cpu);
+    }
+
+    /// A `Pelt` of `rq_cpu`.
+    #[inline]
+    pub fn pelt(
+        &mut self,
+        rq_cpu: u32,
+        load: u64,
+        runnable: u64,
+        util: u64,
+        util_est: Option<u64>,
+    ) {
+        if let Some(c) = self.cpu_mut(rq_cpu) {
+            c.load = load;
+            c.runnable = runnable;
+            c.util = util;
+            c.util_est = util_est.unwrap_or(0);
+        }
+    }
+
+    /// [`Model::push`] for every kind without its own entry point (after [`Model::tick`]).
+    #[inline(never)]
+    pub fn push_other(&mut self, ev: &Event) {
+        let t = ev.ts_ns;
+        match &ev.kind {
             EventKind::WakeupNew {
                 pid,
                 tgid,
@@ -272,27 +338,6 @@ impl Model {
                 ..
             } if src_cpu != dst_cpu && *pid != 0 => {
                 self.on_migrate(t, *pid, *src_cpu, *dst_cpu, *reason);
-            }
-            EventKind::NrRunning { rq_cpu, nr_running } => {
-                if let Some(c) = self.cpu_mut(*rq_cpu) {
-                    c.nr_running = Some(*nr_running);
-                    c.pending_in = 0;
-                }
-                self.refresh_idle(*rq_cpu);
-            }
-            EventKind::Pelt {
-                rq_cpu,
-                load_avg,
-                runnable_avg,
-                util_avg,
-                util_est,
-            } => {
-                if let Some(c) = self.cpu_mut(*rq_cpu) {
-                    c.load = *load_avg;
-                    c.runnable = *runnable_avg;
-                    c.util = *util_avg;
-                    c.util_est = util_est.unwrap_or(0);
-                }
             }
             EventKind::Capacity { rq_cpu, capacity } => {
                 if let Some(c) = self.cpu_mut(*rq_cpu) {
@@ -419,6 +464,10 @@ impl Model {
         let Some(span) = self.topo.domain_of(level, target as usize).map(|d| &d.span) else {
             return;
         };
+        // Mostly no CPU of the LLC is idle: settled without building the set.
+        if !span.intersects(&self.known_idle) {
+            return;
+        }
         let mut idle = span.and(&self.known_idle);
         idle.remove(target as usize);
         if idle.is_empty() {
