@@ -143,18 +143,12 @@ impl CpuSet {
     }
 
     /// CPUs in ascending order.
-    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        self.bits.iter().enumerate().flat_map(|(i, w)| {
-            let mut w = *w;
-            std::iter::from_fn(move || {
-                if w == 0 {
-                    return None;
-                }
-                let b = w.trailing_zeros() as usize;
-                w &= w - 1;
-                Some(i * 64 + b)
-            })
-        })
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            words: &self.bits,
+            base: 0,
+            word: 0,
+        }
     }
 
     /// Parses the kernel's list format: `0-3,8,10-11` (empty string or whitespace = empty set).
@@ -250,6 +244,36 @@ impl<'de> Deserialize<'de> for CpuSet {
     }
 }
 
+/// The CPUs of a [`CpuSet`] in ascending order ([`CpuSet::iter`]): one word at a time, its set
+/// bits lowest first.
+#[derive(Clone, Debug)]
+pub struct Iter<'a> {
+    /// The words not started yet.
+    words: &'a [u64],
+    /// The CPU number of bit 0 of `word`.
+    base: usize,
+    /// What is left of the current word.
+    word: u64,
+}
+
+impl Iterator for Iter<'_> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        while self.word == 0 {
+            let (&w, rest) = self.words.split_first()?;
+            // The first word starts at 0; each later one 64 CPUs on.
+            self.base = MAX_CPUS - 64 * (rest.len() + 1);
+            self.word = w;
+            self.words = rest;
+        }
+        let b = self.word.trailing_zeros() as usize;
+        self.word &= self.word - 1;
+        Some(self.base + b)
+    }
+}
+
 impl FromIterator<usize> for CpuSet {
     fn from_iter<I: IntoIterator<Item = usize>>(iter: I) -> Self {
         let mut s = CpuSet::new();
@@ -289,5 +313,42 @@ mod tests {
         assert!(a.intersects(&b));
         assert!(CpuSet::parse_list("1-2").unwrap().is_subset(&a));
         assert_eq!(CpuSet::from_words(&a.words()), a);
+    }
+
+    /// `iter` and `first_common` visit exactly the CPUs a bit-by-bit scan finds, in order,
+    /// for sets with CPUs at word edges, in the last word, spread out, and none.
+    #[test]
+    fn iteration_matches_a_scan() {
+        let lists = [
+            "",
+            "0",
+            "63",
+            "64",
+            "0,63-64,127-128",
+            "1023",
+            "5,200-260,700,1000-1023",
+        ];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut sets: Vec<CpuSet> = lists
+            .iter()
+            .map(|l| CpuSet::parse_list(l).unwrap())
+            .collect();
+        for _ in 0..20 {
+            let mut s = CpuSet::new();
+            for _ in 0..40 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                s.insert((x % MAX_CPUS as u64) as usize);
+            }
+            sets.push(s);
+        }
+        for a in &sets {
+            let scan: Vec<usize> = (0..MAX_CPUS).filter(|&c| a.contains(c)).collect();
+            assert_eq!(a.iter().collect::<Vec<_>>(), scan);
+            for b in &sets {
+                assert_eq!(a.first_common(b), a.and(b).iter().next());
+            }
+        }
     }
 }

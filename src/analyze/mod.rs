@@ -366,6 +366,9 @@ impl Analyzer {
             // Waking precedes placement and changes nothing here or in the model; Clock
             // never reaches this point.
             EventKind::Waking { .. } | EventKind::Clock => {}
+            // The model's part of a migration is in `apply_other`, which shares the search
+            // of the level crossed with it.
+            EventKind::Migrate { .. } => self.apply_other(ev),
             _ => {
                 self.model.push_other(ev);
                 self.apply_other(ev);
@@ -403,12 +406,23 @@ impl Analyzer {
                 if src_cpu == dst_cpu {
                     return;
                 }
+                // One search of the level crossed, for the model and for the counts.
+                let level = self
+                    .topo
+                    .crossed_level(*src_cpu as usize, *dst_cpu as usize);
+                if *pid != 0 {
+                    self.model
+                        .migrated(ts, *pid, *src_cpu, *dst_cpu, *reason, level);
+                }
                 let waiting = self.tasks.get(pid).is_some_and(|t| t.wait.is_some());
                 if *pid != 0 && waiting {
                     self.start_wait(*pid, *dst_cpu);
                 }
                 let by_context = *source == ReasonSource::Context;
-                self.count_migration(*pid, *src_cpu, *dst_cpu, *reason, by_context, *stack_id);
+                if self.config.filter.matches_move(*src_cpu, *dst_cpu) && self.task_matches(*pid) {
+                    self.migrations
+                        .record(*reason, level, by_context, *stack_id);
+                }
             }
             EventKind::Stack { id, frames, .. } => self.migrations.describe_stack(*id, frames),
             EventKind::Capacity { rq_cpu, capacity } => {

@@ -32,13 +32,10 @@ impl Model {
         // but not yet attached count at their destination.
         let sum = |g: &CpuSet| {
             g.iter().fold((0u64, 0u64, 0u64), |(n, c, l), cpu| {
-                let s = self.sample(cpu);
-                let pending = self.cpus.get(cpu).map_or(0, |c| c.pending_in);
-                (
-                    n + u64::from(s.nr_running + pending),
-                    c + s.capacity,
-                    l + s.load_avg,
-                )
+                let (nr, cap, load) = self.cpus.get(cpu).map_or((0, CAPACITY_SCALE, 0), |s| {
+                    (s.nr_running() + s.pending_in, s.capacity(), s.load)
+                });
+                (n + u64::from(nr), c + cap, l + load)
             })
         };
         let ((ns, cs, ls), (nd, cd, ld)) = (sum(&gs), sum(&gd));

@@ -115,18 +115,28 @@ struct CpuState {
 }
 
 impl CpuState {
-    fn sample(&self) -> CpuSample {
-        let nr = self.nr_running.unwrap_or(match self.current {
+    /// `nr_running` as last seen, else what the current task says of it.
+    fn nr_running(&self) -> u32 {
+        self.nr_running.unwrap_or(match self.current {
             Some(0) | None => 0,
             Some(_) => 1,
-        });
+        })
+    }
+
+    /// The capacity as last seen, else a full one.
+    fn capacity(&self) -> u64 {
+        self.capacity.unwrap_or(stats::CAPACITY_SCALE)
+    }
+
+    fn sample(&self) -> CpuSample {
+        let nr = self.nr_running();
         CpuSample {
             nr_running: nr,
             load_avg: self.load,
             runnable_avg: self.runnable,
             util_avg: self.util,
             util_est: self.util_est,
-            capacity: self.capacity.unwrap_or(stats::CAPACITY_SCALE),
+            capacity: self.capacity(),
             idle: nr == 0 && self.current.is_none_or(|p| p == 0),
         }
     }
@@ -337,7 +347,10 @@ impl Model {
                 reason,
                 ..
             } if src_cpu != dst_cpu && *pid != 0 => {
-                self.on_migrate(t, *pid, *src_cpu, *dst_cpu, *reason);
+                let level = self
+                    .topo
+                    .crossed_level(*src_cpu as usize, *dst_cpu as usize);
+                self.migrated(t, *pid, *src_cpu, *dst_cpu, *reason, level);
             }
             EventKind::Capacity { rq_cpu, capacity } => {
                 if let Some(c) = self.cpu_mut(*rq_cpu) {
@@ -513,8 +526,17 @@ impl Model {
         });
     }
 
-    fn on_migrate(&mut self, t: u64, pid: Pid, src: u32, dst: u32, reason: crate::event::Reason) {
-        let level = self.topo.crossed_level(src as usize, dst as usize);
+    /// A `Migrate` at `t` of `pid` (not 0) from `src` to `dst` (another CPU), which crossed
+    /// `level` (the topology's `crossed_level`, which a caller may have found already).
+    pub fn migrated(
+        &mut self,
+        t: u64,
+        pid: Pid,
+        src: u32,
+        dst: u32,
+        reason: crate::event::Reason,
+        level: Option<usize>,
+    ) {
         if let Some(i) = level.and_then(|l| self.table.index(&self.topo, l, dst as usize)) {
             self.moves[i] += 1;
         }

@@ -42,7 +42,8 @@ pub(super) struct SpreadWatch {
     buckets: Arc<[CpuSet]>,
     /// The buckets' name: "node" or "llc".
     by: &'static str,
-    /// Event time of the next sample; 0 before the first event.
+    /// Event time of the next sample; 0 before the first event, `u64::MAX` when there is
+    /// nothing to judge.
     next_ns: u64,
     /// Owners uneven at the latest sample: since when (first sample of the run).
     runs: BTreeMap<Owner, u64>,
@@ -97,14 +98,24 @@ struct Uneven {
 }
 
 impl Model {
-    /// Samples the spread when `t` reaches the next sample time.
+    /// Samples the spread when `t` reaches the next sample time. Runs at every event: the
+    /// one comparison stays inline in the caller.
+    #[inline]
     pub(super) fn spread_tick(&mut self, t: u64) {
-        if self.spread.buckets.is_empty() {
-            return;
+        if t >= self.spread.next_ns {
+            self.spread_due(t);
         }
-        if self.spread.next_ns == 0 {
+    }
+
+    #[inline(never)]
+    fn spread_due(&mut self, t: u64) {
+        if self.spread.buckets.is_empty() {
+            // Nothing to judge, ever.
+            self.spread.next_ns = u64::MAX;
+        } else if self.spread.next_ns == 0 {
+            // The first event: the first sample is one period on.
             self.spread.next_ns = t.saturating_add(SAMPLE_NS);
-        } else if t >= self.spread.next_ns {
+        } else {
             self.spread.next_ns = t.saturating_add(SAMPLE_NS);
             self.spread_sample(t);
         }

@@ -141,37 +141,57 @@ impl TaskTable {
     /// per process (by tgid), and per cgroup other than the root holding more than one such
     /// process (with its processes), both sorted by id.
     pub fn spread(&self, buckets: &[CpuSet]) -> Spread {
-        use std::collections::{BTreeMap, BTreeSet};
-        let mut procs: BTreeMap<Pid, Vec<u64>> = BTreeMap::new();
-        let mut groups: BTreeMap<u64, (Vec<u64>, BTreeSet<Pid>)> = BTreeMap::new();
+        // Each CPU's bucket (the first holding it) and every bucket's CPUs, so that a task
+        // costs one lookup and one mask test, not one per bucket.
+        const NO_BUCKET: u32 = u32::MAX;
+        let mut bucket_of: Vec<u32> = Vec::new();
+        let mut union = CpuSet::new();
+        for (i, b) in buckets.iter().enumerate() {
+            union = union.or(b);
+            for c in b.iter() {
+                if bucket_of.len() <= c {
+                    bucket_of.resize(c + 1, NO_BUCKET);
+                }
+                if bucket_of[c] == NO_BUCKET {
+                    bucket_of[c] = i as u32;
+                }
+            }
+        }
+        let mut procs: IdMap<Pid, Vec<u64>> = IdMap::default();
+        let mut groups: IdMap<u64, (Vec<u64>, Vec<Pid>)> = IdMap::default();
         for t in self.tasks.values() {
             let (Some(tgid), Some(cpu), true) = (t.tgid, t.cpu, t.ran) else {
                 continue;
             };
-            if let Some(a) = &t.allowed {
-                if !buckets.iter().all(|b| b.is_subset(a)) {
-                    continue;
-                }
+            // May run on every bucket: the union of the buckets is in its mask.
+            if t.allowed.as_ref().is_some_and(|a| !union.is_subset(a)) {
+                continue;
             }
-            if let Some(i) = buckets.iter().position(|b| b.contains(cpu as usize)) {
-                procs.entry(tgid).or_insert_with(|| vec![0; buckets.len()])[i] += 1;
-                // The root cgroup holds whatever was never put anywhere: no one's job.
-                if let Some(cg) = t.cgroup.filter(|&cg| cg != ROOT_CGROUP) {
-                    let g = groups
-                        .entry(cg)
-                        .or_insert_with(|| (vec![0; buckets.len()], BTreeSet::new()));
-                    g.0[i] += 1;
-                    g.1.insert(tgid);
-                }
+            let Some(&i) = bucket_of.get(cpu as usize).filter(|&&i| i != NO_BUCKET) else {
+                continue;
+            };
+            let i = i as usize;
+            procs.entry(tgid).or_insert_with(|| vec![0; buckets.len()])[i] += 1;
+            // The root cgroup holds whatever was never put anywhere: no one's job.
+            if let Some(cg) = t.cgroup.filter(|&cg| cg != ROOT_CGROUP) {
+                let g = groups
+                    .entry(cg)
+                    .or_insert_with(|| (vec![0; buckets.len()], Vec::new()));
+                g.0[i] += 1;
+                g.1.push(tgid);
             }
         }
-        Spread {
-            processes: procs.into_iter().collect(),
-            cgroups: groups
-                .into_iter()
-                .filter(|(_, (_, p))| p.len() > 1)
-                .map(|(id, (h, p))| (id, h, p.into_iter().collect()))
-                .collect(),
-        }
+        let mut processes: Vec<(Pid, Vec<u64>)> = procs.into_iter().collect();
+        processes.sort_unstable_by_key(|p| p.0);
+        let mut cgroups: Vec<(u64, Vec<u64>, Vec<Pid>)> = groups
+            .into_iter()
+            .filter_map(|(id, (h, mut p))| {
+                p.sort_unstable();
+                p.dedup();
+                (p.len() > 1).then_some((id, h, p))
+            })
+            .collect();
+        cgroups.sort_unstable_by_key(|g| g.0);
+        Spread { processes, cgroups }
     }
 }

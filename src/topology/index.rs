@@ -8,7 +8,9 @@
 //!
 //! Invariants: `owner[level][cpu]` is the index of the first domain of that level whose `cpus`
 //! hold `cpu` ([`Level::domain_index`]), `node[cpu]` the first NUMA node holding it, both
-//! [`NONE`] where there is none; CPUs past the tables have none.
+//! [`NONE`] where there is none; CPUs past the tables have none. `partition[level]` holds when
+//! every domain of the level spans exactly the CPUs that own it and no CPU owns two: a CPU is
+//! then in another's domain exactly when both own the same one.
 
 use super::{Domain, Level, Topology};
 use crate::cpuset::CpuSet;
@@ -23,6 +25,7 @@ pub struct IndexedTopology {
     topo: Topology,
     owner: Vec<Vec<u32>>,
     node: Vec<u32>,
+    partition: Vec<bool>,
 }
 
 impl Deref for IndexedTopology {
@@ -63,7 +66,24 @@ impl IndexedTopology {
         for (i, n) in topo.numa_nodes.iter().enumerate() {
             fill(&mut node, n, i);
         }
-        IndexedTopology { topo, owner, node }
+        let partition = topo
+            .levels
+            .iter()
+            .map(|l| {
+                let mut seen = CpuSet::new();
+                l.domains.iter().all(|d| {
+                    let fresh = d.span == d.cpus && !seen.intersects(&d.span);
+                    seen = seen.or(&d.span);
+                    fresh
+                })
+            })
+            .collect();
+        IndexedTopology {
+            topo,
+            owner,
+            node,
+            partition,
+        }
     }
 
     /// [`Topology::domain_index`] by table.
@@ -88,8 +108,12 @@ impl IndexedTopology {
         if src == dst || !self.topo.online.contains(src) || !self.topo.online.contains(dst) {
             return None;
         }
-        (0..self.owner.len())
-            .find(|&l| self.domain_of(l, dst).is_some_and(|d| d.span.contains(src)))
+        (0..self.owner.len()).find(|&l| match self.domain_index(l, dst) {
+            None => false,
+            // Both own one domain, or not: no need to read its span.
+            Some(i) if self.partition[l] => self.domain_index(l, src) == Some(i),
+            Some(i) => self.topo.levels[l].domains[i].span.contains(src),
+        })
     }
 
     /// [`Topology::node_of`] by table.
