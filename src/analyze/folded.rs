@@ -58,7 +58,7 @@ impl Analyzer {
                 self.dropped_folds += 1;
                 continue;
             };
-            let comm = leader_comm(&self.tasks, &self.exited, self.now, *tgid)
+            let comm = leader_comm(&self.tasks, &self.names, &self.exited, self.now, *tgid)
                 .or_else(|| self.thread_names.get(tgid).map(String::as_str));
             if filter.matches_task(*tgid, Some(*tgid), comm) {
                 self.latency.merge_process(*tgid, &h, comm);
@@ -85,7 +85,7 @@ impl Analyzer {
 
     /// Remembers a thread's name for its process while the leader's is not known.
     pub(super) fn name_process(&mut self, pid: Pid, tgid: Pid, comm: &str) {
-        if pid != tgid && self.tasks.get(&tgid).is_none_or(|t| t.comm.is_none()) {
+        if pid != tgid && !self.names.contains_key(&tgid) {
             self.thread_names
                 .entry(tgid)
                 .or_insert_with(|| comm.to_string());
@@ -121,13 +121,14 @@ impl Analyzer {
 /// The name of process `tgid`'s leader at `now`, if known (an exited leader's within its
 /// grace, as the task filter knows it). Without it, the caller falls back on a thread's.
 fn leader_comm<'a>(
-    tasks: &'a IdMap<Pid, TaskState>,
+    tasks: &IdMap<Pid, TaskState>,
+    names: &'a IdMap<Pid, String>,
     exited: &'a Exited,
     now: u64,
     tgid: Pid,
 ) -> Option<&'a str> {
     match tasks.get(&tgid) {
-        Some(t) => t.comm.as_deref(),
+        Some(_) => names.get(&tgid).map(String::as_str),
         None => match exited.get(&tgid) {
             Some((_, comm, at)) if now.saturating_sub(*at) < EXITED_GRACE_NS => comm.as_deref(),
             _ => None,

@@ -27,6 +27,7 @@ use super::snapshot::{fraction, IdleWhileWaiting};
 use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::event::Pid;
 use crate::topology::Topology;
+use std::rc::Rc;
 
 /// Where and how a waiting task was indexed, so that it is removed exactly as it was added
 /// even if its affinity or filter match changed since.
@@ -56,8 +57,9 @@ struct CpuWaiters {
     free: u32,
     /// Anonymous waiters (folded mode): counted and allowed everywhere, not in `all`.
     anon: u32,
-    /// Counted waiters with a restricted affinity, with that affinity.
-    restricted: Vec<(Pid, CpuSet)>,
+    /// Counted waiters with a restricted affinity, with that affinity (shared with the task's
+    /// own state: a waiter costs no copy of a 1024-CPU mask).
+    restricted: Vec<(Pid, Rc<CpuSet>)>,
 }
 
 impl CpuWaiters {
@@ -256,7 +258,7 @@ impl IdleAccounting {
         pid: Pid,
         cpu: u32,
         counted: bool,
-        allowed: Option<&CpuSet>,
+        allowed: Option<&Rc<CpuSet>>,
     ) -> WaitSlot {
         let free = allowed.is_none_or(|a| self.all_cpus.is_subset(a));
         let slot = WaitSlot { cpu, counted, free };
@@ -271,7 +273,7 @@ impl IdleAccounting {
         // on every restricted mask: only such a change needs them re-evaluated.
         let mut changed = true;
         match allowed {
-            Some(a) if !free => w.restricted.push((pid, *a)),
+            Some(a) if !free => w.restricted.push((pid, Rc::clone(a))),
             _ => {
                 let had_free = w.has_free();
                 w.free += 1;
@@ -376,42 +378,49 @@ impl IdleAccounting {
 
     #[inline(never)]
     fn settle_touched(&mut self, t: u64) {
-        let mut dom_ids = std::mem::take(&mut self.dom_scratch);
-        dom_ids.clear();
         if let [cpu] = self.touched[..] {
             // Nearly always one CPU: its domain list is already sorted and without repeats.
+            self.touched.clear();
+            let n = self.cpu_doms.get(cpu as usize).map_or(0, Vec::len);
+            for k in 0..n {
+                let i = self.cpu_doms[cpu as usize][k];
+                self.settle_domain(i as usize, t);
+            }
+            return;
+        }
+        let mut dom_ids = std::mem::take(&mut self.dom_scratch);
+        dom_ids.clear();
+        for cpu in self.touched.drain(..) {
             if let Some(ds) = self.cpu_doms.get(cpu as usize) {
                 dom_ids.extend_from_slice(ds);
             }
-            self.touched.clear();
-        } else {
-            for cpu in self.touched.drain(..) {
-                if let Some(ds) = self.cpu_doms.get(cpu as usize) {
-                    dom_ids.extend_from_slice(ds);
-                }
-            }
-            dom_ids.sort_unstable();
-            dom_ids.dedup();
         }
+        dom_ids.sort_unstable();
+        dom_ids.dedup();
         for &i in &dom_ids {
-            let i = i as usize;
-            let status = self.evaluate(&self.doms[i]);
-            let d = &mut self.doms[i];
-            if status != d.status {
-                d.credit(t);
-                if status == WaitStatus::Movable {
-                    self.movable.push(i as u32);
-                    self.next_due = self.next_due.min(t.saturating_add(d.limit_ns));
-                } else if d.status == WaitStatus::Movable {
-                    self.movable.retain(|&m| m as usize != i);
-                }
-                d.status = status;
-                d.since = t;
-                d.status_since = t;
-                d.flagged = false;
-            }
+            self.settle_domain(i as usize, t);
         }
         self.dom_scratch = dom_ids;
+    }
+
+    /// Re-evaluates domain `i`; a status change takes effect at `t`.
+    #[inline]
+    fn settle_domain(&mut self, i: usize, t: u64) {
+        let status = self.evaluate(&self.doms[i]);
+        let d = &mut self.doms[i];
+        if status != d.status {
+            d.credit(t);
+            if status == WaitStatus::Movable {
+                self.movable.push(i as u32);
+                self.next_due = self.next_due.min(t.saturating_add(d.limit_ns));
+            } else if d.status == WaitStatus::Movable {
+                self.movable.retain(|&m| m as usize != i);
+            }
+            d.status = status;
+            d.since = t;
+            d.status_since = t;
+            d.flagged = false;
+        }
     }
 
     /// The status of a domain's span now. The counters answer most cases; only restricted

@@ -84,6 +84,8 @@ pub struct Analyzer {
     events: u64,
     cpus: Vec<CpuState>,
     tasks: IdMap<Pid, TaskState>,
+    /// The names of the tasks whose entry says `named`.
+    names: IdMap<Pid, String>,
     /// Identity (tgid, comm) of tasks that exited, kept for [`EXITED_GRACE_NS`] so that the
     /// task filter still knows them: an exiting task can still block and be woken, and moved,
     /// after `sched_process_exit`. Only filled while a task filter is active.
@@ -127,6 +129,7 @@ impl Analyzer {
             events: 0,
             cpus: vec![CpuState::default(); nr],
             tasks: IdMap::default(),
+            names: IdMap::default(),
             exited: IdMap::default(),
             lost: 0,
             lost_by_cpu: BTreeMap::new(),
@@ -449,11 +452,12 @@ impl Analyzer {
                 self.thread_names.remove(tgid);
                 self.stop_wait(*pid);
                 if let Some(t) = self.tasks.remove(pid) {
+                    let comm = self.names.remove(pid);
                     if self.config.filter.filters_tasks() {
                         if self.exited.len() >= 4096 {
                             forget_exited(&mut self.exited, ev.ts_ns);
                         }
-                        self.exited.insert(*pid, (t.tgid, t.comm, ev.ts_ns));
+                        self.exited.insert(*pid, (t.tgid, comm, ev.ts_ns));
                     }
                 }
             }
@@ -557,7 +561,7 @@ impl Analyzer {
         if pid == 0 {
             return;
         }
-        let allowed = (!self.all_cpus.is_subset(cpus)).then(|| Box::new(*cpus));
+        let allowed = (!self.all_cpus.is_subset(cpus)).then(|| std::rc::Rc::new(*cpus));
         let t = self.tasks.entry(pid).or_default();
         t.allowed = allowed;
         if let Some(w) = t.wait {
@@ -577,8 +581,9 @@ impl Analyzer {
             t.tgid = tgid;
         }
         if let Some(c) = comm {
-            if t.comm.as_deref() != Some(c) {
-                t.comm = Some(c.to_string());
+            t.named = true;
+            if self.names.get(&pid).map(String::as_str) != Some(c) {
+                self.names.insert(pid, c.to_string());
             }
         }
         let wait = t.wait;
@@ -595,7 +600,7 @@ impl Analyzer {
             return true;
         }
         match self.tasks.get(&pid) {
-            Some(t) => f.matches_task(pid, t.tgid, t.comm.as_deref()),
+            Some(t) => f.matches_task(pid, t.tgid, self.names.get(&pid).map(String::as_str)),
             None => match self.exited.get(&pid) {
                 Some((tgid, comm, at)) if self.now.saturating_sub(*at) < EXITED_GRACE_NS => {
                     f.matches_task(pid, *tgid, comm.as_deref())
@@ -629,17 +634,14 @@ impl Analyzer {
         if !self.config.filter.matches_cpu(cpu) || !self.task_matches(pid) {
             return;
         }
-        let tasks = &self.tasks;
-        let t = tasks.get(&pid);
-        let tgid = t.and_then(|t| t.tgid);
+        let names = &self.names;
+        let tgid = self.tasks.get(&pid).and_then(|t| t.tgid);
         // The process's name: its leader's when known, else this thread's.
         let name = || {
-            let leader_comm = tgid
-                .and_then(|g| tasks.get(&g))
-                .and_then(|l| l.comm.as_deref());
+            let leader_comm = tgid.and_then(|g| names.get(&g)).map(String::as_str);
             match leader_comm {
                 Some(c) => (Some(c), true),
-                None => (t.and_then(|t| t.comm.as_deref()), tgid == Some(pid)),
+                None => (names.get(&pid).map(String::as_str), tgid == Some(pid)),
             }
         };
         self.latency.record(cpu, tgid, ns, name);

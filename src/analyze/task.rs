@@ -1,21 +1,25 @@
 //! What the analyzer keeps per task (identity, affinity, runqlat's enqueue time, where it
 //! waits) and how a task's wait moves in the idle accounting. An entry goes when nothing is
-//! left in it, or at the task's exit.
+//! left in it, or at the task's exit; its name, in a table of its own, goes with it.
 
 use super::idhash::IdMap;
 use super::idle::{IdleAccounting, WaitSlot};
 use crate::cpuset::CpuSet;
 use crate::event::Pid;
+use std::rc::Rc;
 
 /// What is known of a task.
 #[derive(Clone, Debug, Default)]
 pub(super) struct TaskState {
     pub(super) tgid: Option<u32>,
-    pub(super) comm: Option<String>,
-    /// `None` = every CPU (the default, and any mask containing every CPU). Boxed: a
-    /// restricted mask is rare, and inline it would make every task's entry five times
-    /// larger and the task table that much less cache-friendly.
-    pub(super) allowed: Option<Box<CpuSet>>,
+    /// Its name is known (kept apart, in the analyzer's `names`: read only for the task
+    /// filter and for naming a process, it would make every entry larger).
+    pub(super) named: bool,
+    /// `None` = every CPU (the default, and any mask containing every CPU). Behind a
+    /// pointer: a restricted mask is rare, and inline it would make every task's entry five
+    /// times larger and the task table that much less cache-friendly; shared with the idle
+    /// accounting's index of the task while it waits.
+    pub(super) allowed: Option<Rc<CpuSet>>,
     /// runqlat's enqueue timestamp.
     pub(super) enqueue_ts: Option<u64>,
     /// Where it waits, while it is runnable and not running.
@@ -26,7 +30,7 @@ impl TaskState {
     /// Nothing worth keeping: the entry can go.
     pub(super) fn is_empty(&self) -> bool {
         self.tgid.is_none()
-            && self.comm.is_none()
+            && !self.named
             && self.allowed.is_none()
             && self.enqueue_ts.is_none()
             && self.wait.is_none()
@@ -45,7 +49,7 @@ pub(super) fn wait_on(
     if let Some(old) = t.wait.take() {
         idle.remove_waiter(pid, old);
     }
-    t.wait = Some(idle.add_waiter(pid, cpu, counted, t.allowed.as_deref()));
+    t.wait = Some(idle.add_waiter(pid, cpu, counted, t.allowed.as_ref()));
 }
 
 /// How long an exited task's identity is kept for the task filter.

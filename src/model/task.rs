@@ -1,7 +1,10 @@
 //! What the model keeps per task: its process, its cgroup, its affinity, the last CPU it was
 //! seen on, its last migration (for ping-pong) and whether it ran this interval (for spread).
+//! What every switch and wakeup reads or writes stays in one small entry per task; the cgroup
+//! and the last migration, read only at migrations and spread samples, are kept apart.
 //!
-//! Invariants: a task's entry goes at its exit; `allowed` is `None` for "every CPU".
+//! Invariants: a task's entries go at its exit; `allowed` is `None` for "every CPU"; a default
+//! entry says no more than no entry.
 
 use crate::analyze::idhash::IdMap;
 use crate::cpuset::CpuSet;
@@ -23,11 +26,9 @@ pub struct LastMove {
 #[derive(Clone, Debug, Default)]
 struct Task {
     tgid: Option<Pid>,
-    cgroup: Option<u64>,
     /// Boxed: inline, the mask would make every entry several times larger.
     allowed: Option<Box<CpuSet>>,
     cpu: Option<u32>,
-    last_move: Option<LastMove>,
     ran: bool,
 }
 
@@ -47,6 +48,10 @@ pub struct Spread {
 #[derive(Clone, Debug, Default)]
 pub struct TaskTable {
     tasks: IdMap<Pid, Task>,
+    /// Each task's cgroup id, for those announced with one.
+    cgroups: IdMap<Pid, u64>,
+    /// Each task's last migration, for those that moved.
+    last_moves: IdMap<Pid, LastMove>,
 }
 
 impl TaskTable {
@@ -60,7 +65,7 @@ impl TaskTable {
     /// Its cgroup's id.
     pub fn set_cgroup(&mut self, pid: Pid, id: u64) {
         if pid != 0 {
-            self.tasks.entry(pid).or_default().cgroup = Some(id);
+            self.cgroups.insert(pid, id);
         }
     }
 
@@ -108,26 +113,30 @@ impl TaskTable {
         t: u64,
         window: u64,
     ) -> Option<LastMove> {
-        let last = self.tasks.get(&pid).and_then(|t| t.last_move)?;
+        let last = *self.last_moves.get(&pid)?;
         (last.src == dst && last.dst == src && t.saturating_sub(last.t_ns) <= window)
             .then_some(last)
     }
 
     /// It moved `src -> dst` at `t` for `reason` (call after [`TaskTable::migrated`]).
     pub fn moved(&mut self, pid: Pid, src: u32, dst: u32, t_ns: u64, reason: Reason) {
-        let t = self.tasks.entry(pid).or_default();
-        t.cpu = Some(dst);
-        t.last_move = Some(LastMove {
-            src,
-            dst,
-            t_ns,
-            reason,
-        });
+        self.tasks.entry(pid).or_default().cpu = Some(dst);
+        self.last_moves.insert(
+            pid,
+            LastMove {
+                src,
+                dst,
+                t_ns,
+                reason,
+            },
+        );
     }
 
     /// Forgets it.
     pub fn remove(&mut self, pid: Pid) {
         self.tasks.remove(&pid);
+        self.cgroups.remove(&pid);
+        self.last_moves.remove(&pid);
     }
 
     /// Clears the ran-this-interval marks.
@@ -159,7 +168,7 @@ impl TaskTable {
         }
         let mut procs: IdMap<Pid, Vec<u64>> = IdMap::default();
         let mut groups: IdMap<u64, (Vec<u64>, Vec<Pid>)> = IdMap::default();
-        for t in self.tasks.values() {
+        for (pid, t) in &self.tasks {
             let (Some(tgid), Some(cpu), true) = (t.tgid, t.cpu, t.ran) else {
                 continue;
             };
@@ -173,7 +182,8 @@ impl TaskTable {
             let i = i as usize;
             procs.entry(tgid).or_insert_with(|| vec![0; buckets.len()])[i] += 1;
             // The root cgroup holds whatever was never put anywhere: no one's job.
-            if let Some(cg) = t.cgroup.filter(|&cg| cg != ROOT_CGROUP) {
+            let cgroup = self.cgroups.get(pid).copied();
+            if let Some(cg) = cgroup.filter(|&cg| cg != ROOT_CGROUP) {
                 let g = groups
                     .entry(cg)
                     .or_insert_with(|| (vec![0; buckets.len()], Vec::new()));

@@ -329,7 +329,12 @@ fn domain_counters_agree_with_the_definition() {
     let masks = [None, Some("0"), Some("1,5"), Some("2-3"), Some("0-7")]
         .map(|m| m.map(|m| CpuSet::parse_list(m).unwrap()));
     let mut idle = CpuSet::new();
-    let mut waiters: Vec<(Pid, u32, Option<CpuSet>, crate::analyze::idle::WaitSlot)> = Vec::new();
+    let mut waiters: Vec<(
+        Pid,
+        u32,
+        Option<std::rc::Rc<CpuSet>>,
+        crate::analyze::idle::WaitSlot,
+    )> = Vec::new();
     // Anonymous waiters per CPU (folded mode), mixed with the tasks' to stress the counters.
     let mut anon = [0u32; 8];
     for step in 0..20_000u64 {
@@ -351,7 +356,7 @@ fn domain_counters_agree_with_the_definition() {
             }
             1 if waiters.len() < 12 => {
                 let (pid, cpu) = (step as Pid + 1, below(8) as u32);
-                let allowed = masks[below(masks.len() as u64) as usize];
+                let allowed = masks[below(masks.len() as u64) as usize].map(std::rc::Rc::new);
                 let counted = below(5) != 0;
                 let slot = acc.add_waiter(pid, cpu, counted, allowed.as_ref());
                 waiters.push((pid, cpu, allowed, slot));
@@ -366,7 +371,7 @@ fn domain_counters_agree_with_the_definition() {
         let mut counted: Vec<(Pid, u32, Option<CpuSet>)> = waiters
             .iter()
             .filter(|w| w.3.counted())
-            .map(|w| (w.0, w.1, w.2))
+            .map(|w| (w.0, w.1, w.2.as_deref().copied()))
             .collect();
         counted.extend(
             (0..8u32)
