@@ -68,7 +68,7 @@ pub fn run(
                 if stopping == Some(Ended::Count) {
                     continue;
                 }
-                for ev in &events {
+                for ev in events.iter() {
                     analyzer.push(ev, &mut snaps);
                     if snaps.is_empty() {
                         continue;

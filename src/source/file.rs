@@ -2,7 +2,7 @@
 //! one batch per chunk, so reports over a recording run the same pipeline as live ones.
 
 use crate::record::{Damage, Header, Reader, RecordError};
-use crate::source::SourceMsg;
+use crate::source::{Batch, BatchPool, SourceMsg};
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver};
 use std::thread::JoinHandle;
@@ -28,9 +28,15 @@ impl FileSource {
         let header = reader.header().clone();
         // Bounded: the reader waits for the analyzer instead of loading the file into memory.
         let (tx, rx) = mpsc::sync_channel(super::QUEUE_BATCHES);
+        let pool = BatchPool::new();
         let thread = std::thread::spawn(move || {
             while let Some(events) = reader.next_chunk() {
-                if tx.send(SourceMsg::Batch(events)).is_err() {
+                // The reader allocates each chunk's events: those consumed are freed here.
+                pool.release();
+                if tx
+                    .send(SourceMsg::Batch(Batch::pooled(events, &pool)))
+                    .is_err()
+                {
                     break;
                 }
             }

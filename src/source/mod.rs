@@ -1,12 +1,13 @@
 //! Sources of [`Event`]s: the live kernel (feature `bpf`) and, later, recordings. Every source
 //! feeds the same channel of [`SourceMsg`]s, so nothing downstream knows where events came from.
 
+mod batch;
 pub mod file;
 #[cfg(feature = "bpf")]
 pub mod live;
 pub mod synthetic;
 
-use crate::event::Event;
+pub use batch::{Batch, BatchPool};
 
 /// Batches a source may have queued before it waits for the consumer. The channel is bounded
 /// so that a consumer starved of CPU makes the kernel's ring buffer fill (and the losses
@@ -17,7 +18,7 @@ pub const QUEUE_BATCHES: usize = 4;
 #[derive(Debug)]
 pub enum SourceMsg {
     /// Events in delivery order, ending with a clock event.
-    Batch(Vec<Event>),
+    Batch(Batch),
     /// Something the user should know that does not stop collection.
     Warning(String),
     /// The source has nothing more.

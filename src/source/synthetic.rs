@@ -13,7 +13,7 @@
 //! asleep); `nr_running` events always carry the true queue length, so the stream is as
 //! consistent as a kernel's. Deterministic for a given seed.
 
-use super::SourceMsg;
+use super::{Batch, BatchPool, SourceMsg};
 use crate::cpuset::CpuSet;
 use crate::event::{Event, EventKind, MigrateContext, Pid, Reason, ReasonSource};
 use crate::topology::{LevelKind, Topology};
@@ -92,6 +92,8 @@ pub struct Generator {
     free_pids: VecDeque<Pid>,
     pid_span: Pid,
     out: Vec<Event>,
+    /// Where the next batch's vector comes from, when batches are sent pooled.
+    pool: Option<Arc<BatchPool>>,
 }
 
 impl Generator {
@@ -115,6 +117,7 @@ impl Generator {
                 .collect(),
             pid_span,
             out: Vec::new(),
+            pool: None,
         };
         for i in 0..tasks as Pid {
             let pid = PID_BASE + i;
@@ -336,7 +339,11 @@ impl Generator {
         self.emit(0, EventKind::Clock);
         // The next batch gets room for a whole batch up front: growing it by doubling copied
         // every event several times over.
-        std::mem::replace(&mut self.out, Vec::with_capacity(n + 16))
+        let next = match &self.pool {
+            Some(p) => p.take(n + 16),
+            None => Vec::with_capacity(n + 16),
+        };
+        std::mem::replace(&mut self.out, next)
     }
 
     /// The event time reached.
@@ -359,6 +366,8 @@ impl SyntheticSource {
         let flag = stop.clone();
         let handle = std::thread::spawn(move || {
             let mut g = Generator::new(&cfg);
+            let pool = BatchPool::new();
+            g.pool = Some(pool.clone());
             let t0 = g.now_ns();
             let started = Instant::now();
             let mut sent = 0u64;
@@ -371,7 +380,7 @@ impl SyntheticSource {
                         std::thread::sleep(wait);
                     }
                 }
-                if tx.send(SourceMsg::Batch(b)).is_err() {
+                if tx.send(SourceMsg::Batch(Batch::pooled(b, &pool))).is_err() {
                     break;
                 }
             }

@@ -125,7 +125,7 @@ impl Feed for LiveFeed<'_> {
         for _ in 0..MAX_BATCHES {
             match self.rx.try_recv() {
                 Ok(SourceMsg::Batch(evs)) => {
-                    for ev in &evs {
+                    for ev in evs.iter() {
                         self.carry.observe(ev);
                         self.tally.observe(ev);
                         self.analyzer.push(ev, &mut self.snaps);

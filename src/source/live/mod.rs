@@ -10,7 +10,7 @@ pub mod kallsyms;
 mod skel;
 
 use crate::event::{Event, EventKind};
-use crate::source::{SourceError, SourceMsg};
+use crate::source::{Batch, BatchPool, SourceError, SourceMsg};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
 use serde::{Deserialize, Serialize};
@@ -438,6 +438,7 @@ fn drain(
 ) {
     let decoder = RefCell::new(decode::Decoder::new(kallsyms));
     let batch: RefCell<Vec<Event>> = RefCell::new(Vec::with_capacity(65536));
+    let pool = BatchPool::new();
     let stacks = &skel.maps.stacks;
     let fetch = |id: u32| -> Option<Vec<u64>> {
         let v = stacks.lookup(&id.to_ne_bytes(), MapFlags::ANY).ok()??;
@@ -490,7 +491,7 @@ fn drain(
         let mut out = {
             let mut b = batch.borrow_mut();
             let cap = b.len().max(1024);
-            std::mem::replace(&mut *b, Vec::with_capacity(cap))
+            std::mem::replace(&mut *b, pool.take(cap))
         };
         lost_events(&skel.maps.lost, &mut lost_seen, now, &mut out);
         if let Some(f) = folder.as_mut() {
@@ -505,7 +506,7 @@ fn drain(
             cpu: 0,
             kind: EventKind::Clock,
         });
-        if !send(tx, SourceMsg::Batch(out), stop) || stopping {
+        if !send(tx, SourceMsg::Batch(Batch::pooled(out, &pool)), stop) || stopping {
             break;
         }
     }

@@ -1,0 +1,159 @@
+//! [`Batch`]: events on their way from a source to the consumer, and the [`BatchPool`] that
+//! takes their vectors back.
+//!
+//! The consumer (the analyzer's thread) bounds how fast the whole pipeline goes, and freeing
+//! a batch there costs it a call of `Event`'s drop glue per event. So a dropped batch hands
+//! its vector back to its source's pool; the source's thread drops the events when it takes
+//! the vector again, and reuses the allocation for its next batch.
+//!
+//! Invariants: a pool holds at most [`SPARE`] vectors (so memory stays bounded by batch sizes,
+//! as without it); what it cannot take is freed where the batch is dropped, as an unpooled
+//! batch is.
+
+use crate::event::Event;
+use std::ops::Deref;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Vectors a pool keeps: the consumer may hand back as many as the channel held, plus the
+/// one it was on and the one the source was filling, before the source takes any.
+const SPARE: usize = super::QUEUE_BATCHES + 2;
+
+/// A batch of events, in delivery order.
+#[derive(Debug)]
+pub struct Batch {
+    events: Vec<Event>,
+    pool: Option<Arc<BatchPool>>,
+}
+
+impl Batch {
+    /// A batch freed where it is dropped.
+    pub fn new(events: Vec<Event>) -> Batch {
+        Batch { events, pool: None }
+    }
+
+    /// A batch whose vector goes back to `pool` when it is dropped.
+    pub fn pooled(events: Vec<Event>, pool: &Arc<BatchPool>) -> Batch {
+        Batch {
+            events,
+            pool: Some(Arc::clone(pool)),
+        }
+    }
+}
+
+impl Deref for Batch {
+    type Target = [Event];
+
+    fn deref(&self) -> &[Event] {
+        &self.events
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            pool.put(std::mem::take(&mut self.events));
+        }
+    }
+}
+
+/// Vectors handed back by dropped batches, for their source to reuse.
+#[derive(Debug, Default)]
+pub struct BatchPool {
+    spare: Mutex<Vec<Vec<Event>>>,
+}
+
+impl BatchPool {
+    /// An empty pool, to share between a source and its batches.
+    pub fn new() -> Arc<BatchPool> {
+        Arc::new(BatchPool::default())
+    }
+
+    fn put(&self, events: Vec<Event>) {
+        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        if spare.len() < SPARE {
+            spare.push(events);
+        }
+    }
+
+    /// An empty vector with room for `cap` events: one handed back (its events dropped now,
+    /// on the caller's thread; its allocation cut down if far larger than asked, so that a
+    /// burst's batches are not kept), else a new one.
+    pub fn take(&self, cap: usize) -> Vec<Event> {
+        let back = self
+            .spare
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        match back {
+            Some(mut v) => {
+                v.clear();
+                if v.capacity() > cap.saturating_mul(4) {
+                    v.shrink_to(cap);
+                }
+                v.reserve(cap);
+                v
+            }
+            None => Vec::with_capacity(cap),
+        }
+    }
+
+    /// Drops every vector handed back, on the caller's thread: for a source that does not
+    /// reuse them (its batches come allocated).
+    pub fn release(&self) {
+        let spare = std::mem::take(&mut *self.spare.lock().unwrap_or_else(PoisonError::into_inner));
+        drop(spare);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::EventKind;
+
+    fn events(n: usize) -> Vec<Event> {
+        (0..n as u64)
+            .map(|i| Event {
+                ts_ns: i,
+                cpu: 0,
+                kind: EventKind::Task {
+                    pid: i as u32,
+                    tgid: i as u32,
+                    comm: format!("t{i}"),
+                    exec: false,
+                },
+            })
+            .collect()
+    }
+
+    /// A dropped batch's vector comes back to its pool with its allocation and is handed out
+    /// empty; the pool keeps no more than `SPARE`; an unpooled batch and `release` free.
+    #[test]
+    fn dropped_batches_come_back_empty() {
+        let pool = BatchPool::new();
+        let b = Batch::pooled(events(100), &pool);
+        assert_eq!(b.len(), 100);
+        assert_eq!(b[7].ts_ns, 7);
+        drop(b);
+        let v = pool.take(50);
+        assert!(v.is_empty());
+        assert!(v.capacity() >= 100, "the allocation is reused");
+        drop(Batch::pooled(v, &pool));
+        assert!(
+            pool.take(10).capacity() < 100,
+            "a far larger one is cut down"
+        );
+        for _ in 0..SPARE + 3 {
+            drop(Batch::pooled(events(3), &pool));
+        }
+        assert_eq!(pool.spare.lock().unwrap().len(), SPARE);
+        pool.release();
+        assert!(pool.spare.lock().unwrap().is_empty());
+        drop(Batch::new(events(3)));
+        assert!(pool.spare.lock().unwrap().is_empty());
+        assert_eq!(
+            Arc::strong_count(&pool),
+            1,
+            "no batch holds the pool any more"
+        );
+    }
+}
