@@ -29,13 +29,13 @@ pub const TOP_PROCESSES: usize = 20;
 /// Samples buffered before they are added to their histograms.
 const PENDING: usize = 256;
 
-#[derive(Clone, Debug)]
-struct ProcEntry {
-    comm: Option<String>,
-    /// `comm` is the leader's (preferred over a thread's).
+/// Where a process's figures are: the index of its histogram in `proc_hists` and of its
+/// name in `proc_names`.
+#[derive(Clone, Copy, Debug)]
+struct ProcSlot {
+    index: u32,
+    /// Its name is the leader's (preferred over a thread's): no sample can better it.
     leader_comm: bool,
-    /// Index of its histogram in `proc_hists`.
-    hist: u32,
 }
 
 /// A sample not yet added: the CPU (index in `by_cpu`, or past it for `no_cpu`), the index
@@ -53,27 +53,37 @@ pub struct LatencyCollector {
     /// Samples of CPU numbers past [`MAX_CPUS`], which have no per-CPU histogram.
     no_cpu: LatHist,
     by_cpu: Vec<LatHist>,
-    by_proc: IdMap<Option<u32>, ProcEntry>,
-    /// The per-process histograms, indexed from `by_proc` (kept apart so that the map's
-    /// entries stay small).
+    /// The index in `proc_hists` of each process's histogram, by tgid (small entries: the
+    /// map is read for every sample).
+    by_proc: IdMap<u32, ProcSlot>,
+    /// The same for samples of tasks whose process is not known.
+    no_proc: Option<ProcSlot>,
+    /// The per-process histograms, and their processes' names.
     proc_hists: Vec<LatHist>,
+    proc_names: Vec<Option<String>>,
     pending: Vec<Pending>,
 }
 
-/// The entry of process `tgid`, made with an empty histogram if new.
-fn proc_entry<'m>(
-    by_proc: &'m mut IdMap<Option<u32>, ProcEntry>,
+/// The slot of process `tgid` (its histogram empty and its name unknown if new).
+fn proc_slot<'m>(
+    by_proc: &'m mut IdMap<u32, ProcSlot>,
+    no_proc: &'m mut Option<ProcSlot>,
     hists: &mut Vec<LatHist>,
+    names: &mut Vec<Option<String>>,
     tgid: Option<u32>,
-) -> &'m mut ProcEntry {
-    by_proc.entry(tgid).or_insert_with(|| {
+) -> &'m mut ProcSlot {
+    let new = || {
         grow(hists, hists.len() + 1);
-        ProcEntry {
-            comm: None,
+        names.push(None);
+        ProcSlot {
+            index: (hists.len() - 1) as u32,
             leader_comm: false,
-            hist: (hists.len() - 1) as u32,
         }
-    })
+    };
+    match tgid {
+        Some(g) => by_proc.entry(g).or_insert_with(new),
+        None => no_proc.get_or_insert_with(new),
+    }
 }
 
 /// Extends `hists` to `len` empty histograms. Kept out of line: a histogram is a few KB,
@@ -110,18 +120,25 @@ impl LatencyCollector {
         name: impl FnOnce() -> (Option<&'a str>, bool),
     ) {
         self.cpu_slot(cpu);
-        let e = proc_entry(&mut self.by_proc, &mut self.proc_hists, tgid);
+        let slot = proc_slot(
+            &mut self.by_proc,
+            &mut self.no_proc,
+            &mut self.proc_hists,
+            &mut self.proc_names,
+            tgid,
+        );
         self.pending.push(Pending {
             // Past `by_cpu` (and so in `no_cpu`) exactly when past MAX_CPUS.
             cpu,
-            proc: e.hist,
+            proc: slot.index,
             ns,
         });
-        if !e.leader_comm {
+        if !slot.leader_comm {
             if let (Some(comm), leader) = name() {
-                if e.comm.is_none() || leader {
-                    e.comm = Some(comm.to_string());
-                    e.leader_comm = leader;
+                let known = &mut self.proc_names[slot.index as usize];
+                if known.is_none() || leader {
+                    *known = Some(comm.to_string());
+                    slot.leader_comm = leader;
                 }
             }
         }
@@ -165,22 +182,28 @@ impl LatencyCollector {
     /// named `leader_comm` (its leader's name, when known). The same samples must also reach
     /// [`LatencyCollector::merge_cpu`]: this one feeds only the per-process figures.
     pub fn merge_process(&mut self, tgid: u32, h: &LatHist, leader_comm: Option<&str>) {
-        let e = proc_entry(&mut self.by_proc, &mut self.proc_hists, Some(tgid));
-        if !e.leader_comm {
+        let slot = proc_slot(
+            &mut self.by_proc,
+            &mut self.no_proc,
+            &mut self.proc_hists,
+            &mut self.proc_names,
+            Some(tgid),
+        );
+        if !slot.leader_comm {
             if let Some(c) = leader_comm {
-                e.comm = Some(c.to_string());
-                e.leader_comm = true;
+                self.proc_names[slot.index as usize] = Some(c.to_string());
+                slot.leader_comm = true;
             }
         }
-        self.proc_hists[e.hist as usize].merge(h);
+        self.proc_hists[slot.index as usize].merge(h);
     }
 
     /// Process `tgid`'s leader took the name `comm` (exec): its figures are named so from
     /// now on, whatever name its first sample gave them.
     pub fn renamed(&mut self, tgid: u32, comm: &str) {
-        if let Some(e) = self.by_proc.get_mut(&Some(tgid)) {
-            e.comm = Some(comm.to_string());
-            e.leader_comm = true;
+        if let Some(slot) = self.by_proc.get_mut(&tgid) {
+            self.proc_names[slot.index as usize] = Some(comm.to_string());
+            slot.leader_comm = true;
         }
     }
 
@@ -224,11 +247,17 @@ impl LatencyCollector {
             }
         }
         let hists = std::mem::take(&mut self.proc_hists);
+        let mut names = std::mem::take(&mut self.proc_names);
         // A histogram counts its samples by summing its slots: once each.
-        let mut procs: Vec<(u64, Option<u32>, ProcEntry)> = self
+        let mut procs: Vec<(u64, Option<u32>, usize)> = self
             .by_proc
             .drain()
-            .map(|(tgid, e)| (hists[e.hist as usize].count(), tgid, e))
+            .map(|(tgid, s)| (Some(tgid), s))
+            .chain(self.no_proc.take().map(|s| (None, s)))
+            .map(|(tgid, s)| {
+                let i = s.index as usize;
+                (hists[i].count(), tgid, i)
+            })
             .collect();
         // Most samples first; tgid breaks ties (unknown last) so hashing never shows.
         procs.sort_unstable_by(|a, b| {
@@ -239,10 +268,10 @@ impl LatencyCollector {
         let by_process = procs
             .into_iter()
             .take(TOP_PROCESSES)
-            .map(|(_, tgid, e)| ProcessLatency {
+            .map(|(_, tgid, i)| ProcessLatency {
                 tgid,
-                comm: e.comm,
-                latency: hists[e.hist as usize].summary(),
+                comm: names[i].take(),
+                latency: hists[i].summary(),
             })
             .collect();
         LatencyFigures {
