@@ -179,6 +179,10 @@ pub struct Model {
     /// The CPUs whose state is `known_idle`, kept as it changes so that a wakeup's check
     /// intersects sets instead of visiting every CPU of the LLC.
     known_idle: CpuSet,
+    /// How many CPUs of each LLC domain (by index at `llc_level`) are in `known_idle`, when
+    /// that level's domains partition the CPUs (empty otherwise): a wakeup onto a busy LLC
+    /// is then settled by one count.
+    llc_idle: Vec<u32>,
     tasks: TaskTable,
     log: FindingLog,
     /// Migrations into each domain (flat index) this interval.
@@ -200,8 +204,14 @@ impl Model {
             .levels
             .iter()
             .rposition(|l| matches!(l.kind, LevelKind::Smt | LevelKind::Cluster | LevelKind::Llc));
+        let topo_ix = IndexedTopology::new(topo.clone());
+        let llc_idle = match llc_level {
+            Some(l) if topo_ix.partitions(l) => vec![0; topo.levels[l].domains.len()],
+            _ => Vec::new(),
+        };
         Model {
-            topo: IndexedTopology::new(topo.clone()),
+            topo: topo_ix,
+            llc_idle,
             log: FindingLog::new(config.max_findings),
             config,
             table,
@@ -233,15 +243,23 @@ impl Model {
         self.cpus.get(cpu).is_some_and(CpuState::known_idle)
     }
 
-    /// Brings `known_idle` up to date after `cpu`'s state changed.
+    /// Brings `known_idle` (and the LLC counts) up to date after `cpu`'s state changed.
     fn refresh_idle(&mut self, cpu: u32) {
-        match self
-            .cpus
-            .get(cpu as usize)
-            .is_some_and(CpuState::known_idle)
+        let c = cpu as usize;
+        let idle = self.cpus.get(c).is_some_and(CpuState::known_idle);
+        if idle == self.known_idle.contains(c) {
+            return;
+        }
+        match idle {
+            true => self.known_idle.insert(c),
+            false => self.known_idle.remove(c),
+        }
+        if let Some(n) = self
+            .llc_level
+            .and_then(|l| self.topo.domain_index(l, c))
+            .and_then(|d| self.llc_idle.get_mut(d))
         {
-            true => self.known_idle.insert(cpu as usize),
-            false => self.known_idle.remove(cpu as usize),
+            *n = if idle { *n + 1 } else { *n - 1 };
         }
     }
 
@@ -473,6 +491,17 @@ impl Model {
                 .is_some_and(|c| c.busy_with_other(pid))
         {
             return;
+        }
+        if let Some(&n) = self
+            .topo
+            .domain_index(level, target as usize)
+            .and_then(|d| self.llc_idle.get(d))
+        {
+            // The target runs a task, so it is not among them: no other CPU of its LLC is
+            // known idle.
+            if n == 0 {
+                return;
+            }
         }
         let Some(span) = self.topo.domain_of(level, target as usize).map(|d| &d.span) else {
             return;

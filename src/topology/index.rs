@@ -92,6 +92,12 @@ impl IndexedTopology {
         (i != NONE).then_some(i as usize)
     }
 
+    /// Whether the domains of `level` partition its CPUs, each spanning exactly the CPUs that
+    /// own it: a CPU is then in `domain_of(level, c)` exactly when it owns the same domain.
+    pub fn partitions(&self, level: usize) -> bool {
+        self.partition.get(level).copied().unwrap_or(false)
+    }
+
     /// [`Topology::domain_of`] by table.
     pub fn domain_of(&self, level: usize, cpu: usize) -> Option<&Domain> {
         let i = self.domain_index(level, cpu)?;
