@@ -498,13 +498,13 @@ impl Analyzer {
         }
         if next != 0 {
             if let Some(t) = self.tasks.get_mut(&next) {
-                let enq = t.enqueue_ts.take();
+                let (enq, tgid) = (t.enqueue_ts.take(), t.tgid);
                 if let Some(w) = t.wait.take() {
                     self.idle.remove_waiter(next, w);
                 }
                 let empty = t.is_empty();
                 if let Some(enq) = enq {
-                    self.sample(cpu, next, ts.saturating_sub(enq));
+                    self.sample(cpu, next, tgid, ts.saturating_sub(enq));
                 }
                 if empty {
                     self.tasks.remove(&next);
@@ -629,13 +629,13 @@ impl Analyzer {
         }
     }
 
-    /// One run-queue latency sample of `pid`, which started running on `cpu`.
-    fn sample(&mut self, cpu: u32, pid: Pid, ns: u64) {
+    /// One run-queue latency sample of `pid` (of process `tgid`, as its entry says), which
+    /// started running on `cpu`.
+    fn sample(&mut self, cpu: u32, pid: Pid, tgid: Option<u32>, ns: u64) {
         if !self.config.filter.matches_cpu(cpu) || !self.task_matches(pid) {
             return;
         }
         let names = &self.names;
-        let tgid = self.tasks.get(&pid).and_then(|t| t.tgid);
         // The process's name: its leader's when known, else this thread's.
         let name = || {
             let leader_comm = tgid.and_then(|g| names.get(&g)).map(String::as_str);
