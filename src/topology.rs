@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-pub use index::IndexedTopology;
+pub use index::{first_holders, IndexedTopology, NOT_HELD};
 
 mod index;
 mod sysfs;

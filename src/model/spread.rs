@@ -15,6 +15,7 @@
 
 use super::findings;
 use super::stats;
+use super::task::Buckets;
 use super::{Finding, FindingKind, Model};
 use crate::cpuset::CpuSet;
 use crate::event::Pid;
@@ -39,7 +40,7 @@ pub(super) struct SpreadWatch {
     /// What the spread is judged over, fixed by the topology: NUMA nodes, or LLCs on a
     /// single-node machine with several; empty when the machine has neither (nothing to
     /// judge). Shared so that a judgement can read them while it updates the rest.
-    buckets: Arc<[CpuSet]>,
+    buckets: Arc<Buckets>,
     /// The buckets' name: "node" or "llc".
     by: &'static str,
     /// Event time of the next sample; 0 before the first event, `u64::MAX` when there is
@@ -73,7 +74,7 @@ impl SpreadWatch {
             (Vec::new(), "node")
         };
         SpreadWatch {
-            buckets: buckets.into(),
+            buckets: Arc::new(Buckets::new(buckets)),
             by,
             ..Default::default()
         }
@@ -109,7 +110,7 @@ impl Model {
 
     #[inline(never)]
     fn spread_due(&mut self, t: u64) {
-        if self.spread.buckets.is_empty() {
+        if self.spread.buckets.sets.is_empty() {
             // Nothing to judge, ever.
             self.spread.next_ns = u64::MAX;
         } else if self.spread.next_ns == 0 {
@@ -122,8 +123,9 @@ impl Model {
     }
 
     /// Every process and cgroup whose threads sit unevenly over `buckets` now.
-    fn uneven_now(&self, buckets: &[CpuSet]) -> Vec<Uneven> {
-        let spread = self.tasks.spread(buckets);
+    fn uneven_now(&self, b: &Buckets) -> Vec<Uneven> {
+        let spread = self.tasks.spread(b);
+        let buckets = &b.sets;
         let owners = spread
             .processes
             .into_iter()
@@ -179,7 +181,7 @@ impl Model {
             let since = *self.spread.runs.entry(u.owner).or_insert(t);
             let held = t - since;
             if held >= self.config.spread_hold_ns && !self.spread.reported.contains(&u.owner) {
-                self.report_spread(t, &buckets, by, &u, held);
+                self.report_spread(t, &buckets.sets, by, &u, held);
             }
         }
     }
@@ -188,7 +190,7 @@ impl Model {
     /// yet this interval, then opens the next interval.
     pub(super) fn uneven_spread(&mut self, end: u64) {
         let (buckets, by) = (Arc::clone(&self.spread.buckets), self.spread.by);
-        if !buckets.is_empty() {
+        if !buckets.sets.is_empty() {
             for u in self.uneven_now(&buckets) {
                 if self.spread.reported.contains(&u.owner) {
                     continue;
@@ -198,7 +200,7 @@ impl Model {
                     .runs
                     .get(&u.owner)
                     .map_or(0, |&since| end.saturating_sub(since));
-                self.report_spread(end, &buckets, by, &u, held);
+                self.report_spread(end, &buckets.sets, by, &u, held);
             }
         }
         self.spread.reported.clear();

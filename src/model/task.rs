@@ -9,6 +9,7 @@
 use crate::analyze::idhash::IdMap;
 use crate::cpuset::CpuSet;
 use crate::event::{Pid, Reason};
+use crate::topology::{first_holders, NOT_HELD};
 
 /// A task's last migration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +43,34 @@ pub struct Spread {
     pub processes: Vec<(Pid, Vec<u64>)>,
     /// (cgroup id, threads per bucket, its processes).
     pub cgroups: Vec<(u64, Vec<u64>, Vec<Pid>)>,
+}
+
+/// What the spread is judged over, fixed by the topology and indexed once: the buckets, each
+/// CPU's bucket (the first holding it) and all their CPUs, so that a task costs one lookup
+/// and one mask test per sample, not one per bucket.
+#[derive(Clone, Debug, Default)]
+pub struct Buckets {
+    /// The buckets' CPUs.
+    pub sets: Vec<CpuSet>,
+    of_cpu: Vec<u32>,
+    all: CpuSet,
+}
+
+impl Buckets {
+    /// Indexes `sets`.
+    pub fn new(sets: Vec<CpuSet>) -> Buckets {
+        Buckets {
+            of_cpu: first_holders(&sets),
+            all: sets.iter().fold(CpuSet::new(), |a, b| a.or(b)),
+            sets,
+        }
+    }
+
+    /// The bucket `cpu` counts in.
+    fn of(&self, cpu: u32) -> Option<usize> {
+        let i = *self.of_cpu.get(cpu as usize)?;
+        (i != NOT_HELD).then_some(i as usize)
+    }
 }
 
 /// Every task the model knows.
@@ -149,44 +178,29 @@ impl TaskTable {
     /// How the threads that ran this interval and may run on every bucket sit in the buckets:
     /// per process (by tgid), and per cgroup other than the root holding more than one such
     /// process (with its processes), both sorted by id.
-    pub fn spread(&self, buckets: &[CpuSet]) -> Spread {
-        // Each CPU's bucket (the first holding it) and every bucket's CPUs, so that a task
-        // costs one lookup and one mask test, not one per bucket.
-        const NO_BUCKET: u32 = u32::MAX;
-        let mut bucket_of: Vec<u32> = Vec::new();
-        let mut union = CpuSet::new();
-        for (i, b) in buckets.iter().enumerate() {
-            union = union.or(b);
-            for c in b.iter() {
-                if bucket_of.len() <= c {
-                    bucket_of.resize(c + 1, NO_BUCKET);
-                }
-                if bucket_of[c] == NO_BUCKET {
-                    bucket_of[c] = i as u32;
-                }
-            }
-        }
+    pub fn spread(&self, buckets: &Buckets) -> Spread {
+        let n = buckets.sets.len();
         let mut procs: IdMap<Pid, Vec<u64>> = IdMap::default();
         let mut groups: IdMap<u64, (Vec<u64>, Vec<Pid>)> = IdMap::default();
         for (pid, t) in &self.tasks {
             let (Some(tgid), Some(cpu), true) = (t.tgid, t.cpu, t.ran) else {
                 continue;
             };
-            // May run on every bucket: the union of the buckets is in its mask.
-            if t.allowed.as_ref().is_some_and(|a| !union.is_subset(a)) {
+            // May run on every bucket: all their CPUs are in its mask.
+            if t.allowed
+                .as_ref()
+                .is_some_and(|a| !buckets.all.is_subset(a))
+            {
                 continue;
             }
-            let Some(&i) = bucket_of.get(cpu as usize).filter(|&&i| i != NO_BUCKET) else {
+            let Some(i) = buckets.of(cpu) else {
                 continue;
             };
-            let i = i as usize;
-            procs.entry(tgid).or_insert_with(|| vec![0; buckets.len()])[i] += 1;
+            procs.entry(tgid).or_insert_with(|| vec![0; n])[i] += 1;
             // The root cgroup holds whatever was never put anywhere: no one's job.
             let cgroup = self.cgroups.get(pid).copied();
             if let Some(cg) = cgroup.filter(|&cg| cg != ROOT_CGROUP) {
-                let g = groups
-                    .entry(cg)
-                    .or_insert_with(|| (vec![0; buckets.len()], Vec::new()));
+                let g = groups.entry(cg).or_insert_with(|| (vec![0; n], Vec::new()));
                 g.0[i] += 1;
                 g.1.push(tgid);
             }

@@ -8,7 +8,7 @@
 //!
 //! Invariants: `owner[level][cpu]` is the index of the first domain of that level whose `cpus`
 //! hold `cpu` ([`Level::domain_index`]), `node[cpu]` the first NUMA node holding it, both
-//! [`NONE`] where there is none; CPUs past the tables have none. `partition[level]` holds when
+//! [`NOT_HELD`] where there is none; CPUs past the tables have none. `partition[level]` holds when
 //! every domain of the level spans exactly the CPUs that own it and no CPU owns two: a CPU is
 //! then in another's domain exactly when both own the same one.
 
@@ -16,8 +16,8 @@ use super::{Domain, Level, Topology};
 use crate::cpuset::CpuSet;
 use std::ops::Deref;
 
-/// No domain or node.
-const NONE: u32 = u32::MAX;
+/// No domain or node (or set of [`first_holders`]) holds the CPU.
+pub const NOT_HELD: u32 = u32::MAX;
 
 /// A topology with its per-CPU lookup tables; see the module documentation.
 #[derive(Clone, Debug)]
@@ -36,16 +36,21 @@ impl Deref for IndexedTopology {
     }
 }
 
-/// `table[cpu] = value` for every CPU of `set` not yet given one, growing the table.
-fn fill(table: &mut Vec<u32>, set: &CpuSet, value: usize) {
-    for c in set.iter() {
-        if table.len() <= c {
-            table.resize(c + 1, NONE);
-        }
-        if table[c] == NONE {
-            table[c] = value as u32;
+/// For each CPU up to the last one held, the index of the first of `sets` that holds it,
+/// [`NOT_HELD`] where none does.
+pub fn first_holders<'a>(sets: impl IntoIterator<Item = &'a CpuSet>) -> Vec<u32> {
+    let mut table = Vec::new();
+    for (i, set) in sets.into_iter().enumerate() {
+        for c in set.iter() {
+            if table.len() <= c {
+                table.resize(c + 1, NOT_HELD);
+            }
+            if table[c] == NOT_HELD {
+                table[c] = i as u32;
+            }
         }
     }
+    table
 }
 
 impl IndexedTopology {
@@ -54,18 +59,9 @@ impl IndexedTopology {
         let owner = topo
             .levels
             .iter()
-            .map(|l: &Level| {
-                let mut t = Vec::new();
-                for (i, d) in l.domains.iter().enumerate() {
-                    fill(&mut t, &d.cpus, i);
-                }
-                t
-            })
+            .map(|l: &Level| first_holders(l.domains.iter().map(|d| &d.cpus)))
             .collect();
-        let mut node = Vec::new();
-        for (i, n) in topo.numa_nodes.iter().enumerate() {
-            fill(&mut node, n, i);
-        }
+        let node = first_holders(&topo.numa_nodes);
         let partition = topo
             .levels
             .iter()
@@ -89,7 +85,7 @@ impl IndexedTopology {
     /// [`Topology::domain_index`] by table.
     pub fn domain_index(&self, level: usize, cpu: usize) -> Option<usize> {
         let i = *self.owner.get(level)?.get(cpu)?;
-        (i != NONE).then_some(i as usize)
+        (i != NOT_HELD).then_some(i as usize)
     }
 
     /// Whether the domains of `level` partition its CPUs, each spanning exactly the CPUs that
@@ -125,7 +121,7 @@ impl IndexedTopology {
     /// [`Topology::node_of`] by table.
     pub fn node_of(&self, cpu: usize) -> Option<usize> {
         let n = *self.node.get(cpu)?;
-        (n != NONE).then_some(n as usize)
+        (n != NOT_HELD).then_some(n as usize)
     }
 }
 
