@@ -17,8 +17,7 @@
 //! [`EventKind::Fold`]: crate::event::EventKind::Fold
 
 use super::hist::LatHist;
-use super::idhash::IdMap;
-use super::task::{Exited, TaskState, EXITED_GRACE_NS};
+use super::task::identity;
 use super::Analyzer;
 use crate::event::{Fold, Pid};
 
@@ -58,7 +57,10 @@ impl Analyzer {
                 self.dropped_folds += 1;
                 continue;
             };
-            let comm = leader_comm(&self.tasks, &self.names, &self.exited, self.now, *tgid)
+            // The leader's name (an exited leader's within its grace, as the task filter
+            // knows it), else a thread's.
+            let comm = identity(&self.tasks, &self.names, &self.exited, self.now, *tgid)
+                .1
                 .or_else(|| self.thread_names.get(tgid).map(String::as_str));
             if filter.matches_task(*tgid, Some(*tgid), comm) {
                 self.latency.merge_process(*tgid, &h, comm);
@@ -115,23 +117,5 @@ impl Analyzer {
             None => 0,
         };
         self.idle.set_queued(cpu, queued);
-    }
-}
-
-/// The name of process `tgid`'s leader at `now`, if known (an exited leader's within its
-/// grace, as the task filter knows it). Without it, the caller falls back on a thread's.
-fn leader_comm<'a>(
-    tasks: &IdMap<Pid, TaskState>,
-    names: &'a IdMap<Pid, String>,
-    exited: &'a Exited,
-    now: u64,
-    tgid: Pid,
-) -> Option<&'a str> {
-    match tasks.get(&tgid) {
-        Some(_) => names.get(&tgid).map(String::as_str),
-        None => match exited.get(&tgid) {
-            Some((_, comm, at)) if now.saturating_sub(*at) < EXITED_GRACE_NS => comm.as_deref(),
-            _ => None,
-        },
     }
 }

@@ -50,7 +50,7 @@ use idle::IdleAccounting;
 use latency::LatencyCollector;
 use migrations::MigrationCounter;
 use std::collections::BTreeMap;
-use task::{forget_exited, wait_on, Exited, TaskState, EXITED_GRACE_NS};
+use task::{forget_exited, identity, wait_on, Exited, TaskState};
 
 /// A silence longer than this many intervals (no event, not even a `Clock` tick) is reported
 /// as one long snapshot after the interrupted one, instead of one empty snapshot per
@@ -86,7 +86,7 @@ pub struct Analyzer {
     tasks: IdMap<Pid, TaskState>,
     /// The names of the tasks whose entry says `named`.
     names: IdMap<Pid, String>,
-    /// Identity (tgid, comm) of tasks that exited, kept for [`EXITED_GRACE_NS`] so that the
+    /// Identity (tgid, comm) of tasks that exited, kept for [`task::EXITED_GRACE_NS`] so that the
     /// task filter still knows them: an exiting task can still block and be woken, and moved,
     /// after `sched_process_exit`. Only filled while a task filter is active.
     exited: Exited,
@@ -394,7 +394,9 @@ impl Analyzer {
                 // Fork never fires sched_migrate_task: a child placed away from its parent's
                 // CPU is the fork balancer's migration.
                 if *target_cpu != cpu {
-                    self.count_migration(*pid, cpu, *target_cpu, Reason::Fork, false, None);
+                    let level = self.topo.crossed_level(cpu as usize, *target_cpu as usize);
+                    let fork = (Reason::Fork, false, None);
+                    self.count_migration(*pid, cpu, *target_cpu, level, fork);
                 }
             }
             EventKind::Migrate {
@@ -421,11 +423,8 @@ impl Analyzer {
                 if *pid != 0 && waiting {
                     self.start_wait(*pid, *dst_cpu);
                 }
-                let by_context = *source == ReasonSource::Context;
-                if self.config.filter.matches_move(*src_cpu, *dst_cpu) && self.task_matches(*pid) {
-                    self.migrations
-                        .record(*reason, level, by_context, *stack_id);
-                }
+                let how = (*reason, *source == ReasonSource::Context, *stack_id);
+                self.count_migration(*pid, *src_cpu, *dst_cpu, level, how);
             }
             EventKind::Stack { id, frames, .. } => self.migrations.describe_stack(*id, frames),
             EventKind::Capacity { rq_cpu, capacity } => {
@@ -599,15 +598,8 @@ impl Analyzer {
         if !f.filters_tasks() {
             return true;
         }
-        match self.tasks.get(&pid) {
-            Some(t) => f.matches_task(pid, t.tgid, self.names.get(&pid).map(String::as_str)),
-            None => match self.exited.get(&pid) {
-                Some((tgid, comm, at)) if self.now.saturating_sub(*at) < EXITED_GRACE_NS => {
-                    f.matches_task(pid, *tgid, comm.as_deref())
-                }
-                _ => f.matches_task(pid, None, None),
-            },
-        }
+        let (tgid, comm) = identity(&self.tasks, &self.names, &self.exited, self.now, pid);
+        f.matches_task(pid, tgid, comm)
     }
 
     /// Marks `pid` waiting on `cpu`, moving it if it waited elsewhere.
@@ -647,19 +639,20 @@ impl Analyzer {
         self.latency.record(cpu, tgid, ns, name);
     }
 
+    /// Counts `pid`'s move `src -> dst`, which crossed `level`, if the report shows it. `how`:
+    /// its reason, whether the reason comes from the context, its stack.
     fn count_migration(
         &mut self,
         pid: Pid,
         src: u32,
         dst: u32,
-        reason: Reason,
-        by_context: bool,
-        stack_id: Option<u32>,
+        level: Option<usize>,
+        how: (Reason, bool, Option<u32>),
     ) {
         if src == dst || !self.config.filter.matches_move(src, dst) || !self.task_matches(pid) {
             return;
         }
-        let level = self.topo.crossed_level(src as usize, dst as usize);
+        let (reason, by_context, stack_id) = how;
         self.migrations.record(reason, level, by_context, stack_id);
     }
 }

@@ -58,6 +58,26 @@ pub(super) const EXITED_GRACE_NS: u64 = 1_000_000_000;
 /// Identity (tgid, comm) of tasks that exited, with the time they exited.
 pub(super) type Exited = IdMap<Pid, (Option<u32>, Option<String>, u64)>;
 
+/// What is known of task `pid` at `now` (its tgid and name), as the task filter knows it:
+/// from its entry while it lives, for [`EXITED_GRACE_NS`] after its exit from `exited`.
+pub(super) fn identity<'a>(
+    tasks: &IdMap<Pid, TaskState>,
+    names: &'a IdMap<Pid, String>,
+    exited: &'a Exited,
+    now: u64,
+    pid: Pid,
+) -> (Option<u32>, Option<&'a str>) {
+    match tasks.get(&pid) {
+        Some(t) => (t.tgid, names.get(&pid).map(String::as_str)),
+        None => match exited.get(&pid) {
+            Some((tgid, comm, at)) if now.saturating_sub(*at) < EXITED_GRACE_NS => {
+                (*tgid, comm.as_deref())
+            }
+            _ => (None, None),
+        },
+    }
+}
+
 /// Forgets the exited tasks whose grace ([`EXITED_GRACE_NS`]) is over at `now`.
 pub(super) fn forget_exited(exited: &mut Exited, now: u64) {
     exited.retain(|_, (_, _, at)| now.saturating_sub(*at) < EXITED_GRACE_NS);
