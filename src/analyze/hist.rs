@@ -222,20 +222,11 @@ impl LatHist {
         }
         self.min_ns = self.min_ns.min(other.min_ns);
         self.max_ns = self.max_ns.max(other.max_ns);
-        for i in 0..LOG2_SLOTS {
-            self.add(Counters::Log2, i, other.get(Counters::Log2, i));
-        }
-        match other.wide {
-            None => {
-                for (i, c) in other.fine.iter().enumerate() {
-                    if *c != 0 {
-                        self.add(Counters::Fine, i, u64::from(*c));
-                    }
-                }
-            }
-            Some(_) => {
-                for i in 0..FINE_LEN {
-                    self.add(Counters::Fine, i, other.get(Counters::Fine, i));
+        for (which, len) in [(Counters::Log2, LOG2_SLOTS), (Counters::Fine, FINE_LEN)] {
+            for i in 0..len {
+                let c = other.get(which, i);
+                if c != 0 {
+                    self.add(which, i, c);
                 }
             }
         }

@@ -506,10 +506,6 @@ impl Model {
         let Some(span) = self.topo.domain_of(level, target as usize).map(|d| &d.span) else {
             return;
         };
-        // Mostly no CPU of the LLC is idle: settled without building the set.
-        if !span.intersects(&self.known_idle) {
-            return;
-        }
         let mut idle = span.and(&self.known_idle);
         idle.remove(target as usize);
         if idle.is_empty() {
