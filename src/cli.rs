@@ -167,13 +167,8 @@ pub struct TopArgs {
     /// needed).
     #[arg(long)]
     pub demo: bool,
-    /// Fold run-queue latency into histograms in the kernel instead of streaming every
-    /// switch: switches are sent only at idle transitions, wakeups only while a CPU may be
-    /// idle, nr_running above 2 sampled (at most every ms per CPU). Latency stays exact;
-    /// idle-while-others-wait counts queued tasks from nr_running (no pinned/movable split,
-    /// no task filter), per-task waits are not kept. Takes -p, not --comm or --cpus.
-    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
-    pub fold: FoldMode,
+    #[command(flatten)]
+    pub fold: FoldArgs,
     #[command(flatten)]
     pub filter: FilterArgs,
     #[command(flatten)]
@@ -332,19 +327,26 @@ pub struct ReportArgs {
     /// last line `{"validation": {...}}`). Fails on a kernel or recording without them.
     #[arg(long, conflicts_with = "synthetic")]
     pub validate: bool,
-    /// Fold run-queue latency into histograms in the kernel instead of streaming every
-    /// switch: switches are sent only at idle transitions, wakeups only while a CPU may be
-    /// idle, nr_running above 2 sampled (at most every ms per CPU). Latency stays exact;
-    /// idle-while-others-wait counts queued tasks from nr_running (no pinned/movable split,
-    /// no task filter), per-task waits are not kept. Takes -p, not --comm or --cpus.
-    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
-    pub fold: FoldMode,
+    #[command(flatten)]
+    pub fold: FoldArgs,
     #[command(flatten)]
     pub filter: FilterArgs,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
     pub collect: CollectArgs,
+}
+
+/// `--fold`, for the live commands that only report.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct FoldArgs {
+    /// Fold run-queue latency into histograms in the kernel instead of streaming every
+    /// switch: switches are sent only at idle transitions, wakeups only while a CPU may be
+    /// idle, nr_running above 2 sampled (at most every ms per CPU). Latency stays exact;
+    /// idle-while-others-wait counts queued tasks from nr_running (no pinned/movable split,
+    /// no task filter), per-task waits are not kept. Takes -p, not --comm or --cpus.
+    #[arg(long = "fold", value_enum, value_name = "WHEN", default_value = "auto")]
+    pub when: FoldMode,
 }
 
 /// Whether the live kernel side folds run-queue latency itself (see `--fold`).

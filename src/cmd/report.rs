@@ -374,7 +374,7 @@ fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
     let cfg = live_config(
         &args.collect,
         args.output.is_some(),
-        Some((args.fold, &args.filter)),
+        Some((args.fold.when, &args.filter)),
     )?;
     let topo = Topology::detect()?;
     let filter = build_filter(&args.filter, &topo, true)?;

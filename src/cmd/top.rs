@@ -185,7 +185,7 @@ const DEMO_HINT: &str = "`lbscope top --demo` shows the TUI over a recording wit
 fn run_live(args: &TopArgs, interval_ns: u64) -> Result<(), CmdError> {
     use super::report::{live_config, probe_names};
     use crate::source::live::{clock, LiveSource};
-    let cfg = live_config(&args.collect, false, Some((args.fold, &args.filter)))?;
+    let cfg = live_config(&args.collect, false, Some((args.fold.when, &args.filter)))?;
     let topo = Topology::detect()?;
     let filter = build_filter(&args.filter, &topo, true)?;
     let stop = stop_on_signals()?;

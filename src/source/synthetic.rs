@@ -92,8 +92,8 @@ pub struct Generator {
     free_pids: VecDeque<Pid>,
     pid_span: Pid,
     out: Vec<Event>,
-    /// Where the next batch's vector comes from, when batches are sent pooled.
-    pool: Option<Arc<BatchPool>>,
+    /// Where the next batch's vector comes from: those of the batches sent pooled come back.
+    pool: Arc<BatchPool>,
 }
 
 impl Generator {
@@ -117,7 +117,7 @@ impl Generator {
                 .collect(),
             pid_span,
             out: Vec::new(),
-            pool: None,
+            pool: BatchPool::new(),
         };
         for i in 0..tasks as Pid {
             let pid = PID_BASE + i;
@@ -339,10 +339,7 @@ impl Generator {
         self.emit(0, EventKind::Clock);
         // The next batch gets room for a whole batch up front: growing it by doubling copied
         // every event several times over.
-        let next = match &self.pool {
-            Some(p) => p.take(n + 16),
-            None => Vec::with_capacity(n + 16),
-        };
+        let next = self.pool.take(n + 16);
         std::mem::replace(&mut self.out, next)
     }
 
@@ -366,8 +363,7 @@ impl SyntheticSource {
         let flag = stop.clone();
         let handle = std::thread::spawn(move || {
             let mut g = Generator::new(&cfg);
-            let pool = BatchPool::new();
-            g.pool = Some(pool.clone());
+            let pool = Arc::clone(&g.pool);
             let t0 = g.now_ns();
             let started = Instant::now();
             let mut sent = 0u64;
