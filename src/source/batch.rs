@@ -6,9 +6,8 @@
 //! its vector back to its source's pool; the source's thread drops the events when it takes
 //! the vector again, and reuses the allocation for its next batch.
 //!
-//! Invariants: a pool holds at most [`SPARE`] vectors (so memory stays bounded by batch sizes,
-//! as without it); what it cannot take is freed where the batch is dropped, as an unpooled
-//! batch is.
+//! Invariants: a pool holds at most [`SPARE`] vectors of at most [`LARGEST`] events each; what
+//! it does not take is freed where the batch is dropped, as an unpooled batch is.
 
 use crate::event::Event;
 use std::ops::Deref;
@@ -17,6 +16,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// Vectors a pool keeps: the consumer may hand back as many as the channel held, plus the
 /// one it was on and the one the source was filling, before the source takes any.
 const SPARE: usize = super::QUEUE_BATCHES + 2;
+
+/// The largest vector a pool keeps, in events (1 MiB): a burst's batches are freed as they are
+/// consumed, as without a pool, so that a pool holds at most a few MiB.
+const LARGEST: usize = 16 * 1024;
 
 /// A batch of events, in delivery order.
 #[derive(Debug)]
@@ -70,7 +73,7 @@ impl BatchPool {
 
     fn put(&self, events: Vec<Event>) {
         let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
-        if spare.len() < SPARE {
+        if spare.len() < SPARE && events.capacity() <= LARGEST {
             spare.push(events);
         }
     }
@@ -148,6 +151,11 @@ mod tests {
         assert_eq!(pool.spare.lock().unwrap().len(), SPARE);
         pool.release();
         assert!(pool.spare.lock().unwrap().is_empty());
+        drop(Batch::pooled(Vec::with_capacity(LARGEST + 1), &pool));
+        assert!(
+            pool.spare.lock().unwrap().is_empty(),
+            "a burst's vector is freed"
+        );
         drop(Batch::new(events(3)));
         assert!(pool.spare.lock().unwrap().is_empty());
         assert_eq!(
