@@ -19,6 +19,22 @@ char LICENSE[] SEC("license") = "GPL";
 __u64 calls[8] = {};
 /* Records the ring buffer could not take. */
 __u64 lost = 0;
+/* Set by user space once both origin hooks (the balancer softirq and the active-balance
+ * stopper) are attached: only then does a record's origin say where its pass ran. */
+__u32 origin_on = 0;
+
+/* The per-CPU run queues, read at the balancer softirq's entry for the nohz kick it serves.
+ * Weak: a kernel without the symbol still loads every other program. */
+extern struct rq runqueues __ksym __weak;
+
+/* Where the pass running on this CPU comes from (LBS_BAL_* bits), set and cleared by the
+ * origin hooks below around the kernel's own code paths. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} origin SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -51,6 +67,17 @@ static __always_inline __u32 wire_idle(__u32 v)
 	return 1;
 }
 
+/* The origin bits of the pass running here, with LBS_BAL_ORIGIN_KNOWN when they can be told. */
+static __always_inline __u32 origin_flags(void)
+{
+	__u32 zero = 0, *o;
+
+	if (!origin_on || !bpf_ksym_exists(&runqueues))
+		return 0;
+	o = bpf_map_lookup_elem(&origin, &zero);
+	return LBS_BAL_ORIGIN_KNOWN | (o ? *o : 0);
+}
+
 static __always_inline void emit(struct lb_env *env, __u32 pid, __u32 balanced)
 {
 	struct lbs_balance *e;
@@ -63,7 +90,7 @@ static __always_inline void emit(struct lb_env *env, __u32 pid, __u32 balanced)
 	}
 	e->h.ts = ts;
 	e->h.kind = LBS_BALANCE;
-	e->h.flags = 0;
+	e->h.flags = origin_flags();
 	e->h.cpu = bpf_get_smp_processor_id();
 	e->level = BPF_CORE_READ(env, sd, level);
 	e->sd_weight = BPF_CORE_READ(env, sd, span_weight);
@@ -100,5 +127,95 @@ SEC("fentry/detach_task")
 int BPF_PROG(lb_detach, struct task_struct *p, struct lb_env *env)
 {
 	emit(env, BPF_CORE_READ(p, pid), 0);
+	return 0;
+}
+
+static __always_inline void origin_set(__u32 bit, int on)
+{
+	__u32 zero = 0, *o = bpf_map_lookup_elem(&origin, &zero);
+
+	if (o)
+		*o = on ? (*o | bit) : (*o & ~bit);
+}
+
+/* The balancer softirq (run_rebalance_domains, sched_balance_softirq since 6.10). It first
+ * serves a nohz kick: when this_rq->nohz_idle_balance holds kick flags and the CPU is idle
+ * (idle_balance), nohz_idle_balance() balances every idle CPU's domains, this one's last,
+ * and the softirq's own periodic pass is skipped; otherwise it runs the periodic pass. So
+ * every pass of this softirq is a nohz idle balance exactly when those two hold at entry. */
+static __always_inline void softirq_entry(void)
+{
+	struct rq *rq;
+	__u32 kick;
+	__u8 idle;
+
+	if (!bpf_ksym_exists(&runqueues))
+		return;
+	rq = bpf_this_cpu_ptr(&runqueues);
+	kick = BPF_CORE_READ(rq, nohz_idle_balance);
+	idle = BPF_CORE_READ(rq, idle_balance);
+	origin_set(LBS_BAL_NOHZ, kick && idle);
+}
+
+SEC("fentry/sched_balance_softirq")
+int BPF_PROG(lb_softirq_new)
+{
+	softirq_entry();
+	return 0;
+}
+
+SEC("fexit/sched_balance_softirq")
+int BPF_PROG(lb_softirq_new_exit)
+{
+	origin_set(LBS_BAL_NOHZ, 0);
+	return 0;
+}
+
+SEC("fentry/run_rebalance_domains")
+int BPF_PROG(lb_softirq_old)
+{
+	softirq_entry();
+	return 0;
+}
+
+SEC("fexit/run_rebalance_domains")
+int BPF_PROG(lb_softirq_old_exit)
+{
+	origin_set(LBS_BAL_NOHZ, 0);
+	return 0;
+}
+
+/* Active balance: the stopper on the busiest CPU pushes one task to rq->push_cpu. Its entry
+ * is streamed (pid 0, not a search) so that its migration pairs even where detach_task is
+ * inlined; passes inside it carry LBS_BAL_STOPPER. */
+SEC("fentry/active_load_balance_cpu_stop")
+int BPF_PROG(lb_active, void *data)
+{
+	struct rq *busiest = data;
+	struct lbs_balance *e;
+
+	origin_set(LBS_BAL_STOPPER, 1);
+	e = bpf_ringbuf_reserve(&balance_events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&lost, 1);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->h.ts = bpf_ktime_get_ns();
+	e->h.kind = LBS_BALANCE;
+	e->h.flags = origin_flags();
+	e->h.cpu = bpf_get_smp_processor_id();
+	e->idle = 0;
+	e->migration_type = 0;
+	e->dst_cpu = BPF_CORE_READ(busiest, push_cpu);
+	e->src_cpu = BPF_CORE_READ(busiest, cpu);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("fexit/active_load_balance_cpu_stop")
+int BPF_PROG(lb_active_exit)
+{
+	origin_set(LBS_BAL_STOPPER, 0);
 	return 0;
 }

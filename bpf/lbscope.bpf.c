@@ -58,6 +58,7 @@ struct lbs_fold_ctl _lbs_fold_ctl = {};
 enum lbs_kind _lbs_kind = 0;
 enum lbs_migrate_flags _lbs_migrate_flags = 0;
 enum lbs_numa_op _lbs_numa_op = 0;
+enum lbs_balance_origin _lbs_balance_origin = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

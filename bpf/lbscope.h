@@ -126,9 +126,17 @@ struct lbs_affinity {
 };
 
 /* LBS_BALANCE: the balancer's struct lb_env at the busiest-group search exit (pid 0, balanced
- * set when no busiest group was found) or at detach_task (pid of the task moved).
+ * set when no busiest group was found) or at detach_task (pid of the task moved); or the
+ * active-balance stopper's entry (h.flags has LBS_BAL_STOPPER, pid 0, only the CPUs set).
+ * h.flags: where the pass runs (enum lbs_balance_origin), when LBS_BAL_ORIGIN_KNOWN.
  * idle: 0 CPU_IDLE, 1 not idle, 2 CPU_NEWLY_IDLE, whatever the kernel's own numbering;
  * migration_type: enum migration_type (0 load, 1 util, 2 task, 3 misfit). */
+enum lbs_balance_origin {
+	LBS_BAL_ORIGIN_KNOWN = 1, /* the origin hooks ran: no other bit means the CPU's own pass */
+	LBS_BAL_NOHZ = 2, /* inside a nohz idle balance (the balancer softirq serving a kick) */
+	LBS_BAL_STOPPER = 4, /* inside active_load_balance_cpu_stop */
+};
+
 struct lbs_balance {
 	struct lbs_hdr h;
 	__u32 level;

@@ -273,6 +273,43 @@ pub struct Balance {
     pub src_cpu: u32,
     /// The task detached, at `detach_task`.
     pub pid: Option<Pid>,
+    /// Where the pass runs, from the balancer's own code paths (the softirq serving a nohz
+    /// kick, the active-balance stopper); `None` when the origin hooks did not run (older
+    /// recordings, kernels without them).
+    pub origin: Option<BalanceOrigin>,
+}
+
+/// The code path a balancer pass runs in, as the balancer hooks see it (bpf/balancer.bpf.c):
+/// independent of the stack table, so it can judge the stack-derived reasons.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BalanceOrigin {
+    /// The CPU balances its own domains: its tick's softirq, or newly idle.
+    Own,
+    /// Inside the balancer softirq serving a nohz kick: the idle-load-balancer CPU balances
+    /// every idle CPU's domains (its own last), `dst_cpu` being the one balanced for.
+    NohzIdle,
+    /// Inside `active_load_balance_cpu_stop`, the stopper on the busiest CPU pushing one task.
+    /// A record from it with no pid is the stopper's entry (not a search).
+    Stopper,
+}
+
+impl BalanceOrigin {
+    /// The stable JSON/text name.
+    pub fn name(self) -> &'static str {
+        match self {
+            BalanceOrigin::Own => "own",
+            BalanceOrigin::NohzIdle => "nohz_idle",
+            BalanceOrigin::Stopper => "stopper",
+        }
+    }
+}
+
+impl Balance {
+    /// The record of the active-balance stopper's entry, not a busiest-group search.
+    pub fn is_stopper_entry(&self) -> bool {
+        self.pid.is_none() && self.origin == Some(BalanceOrigin::Stopper)
+    }
 }
 
 /// `enum cpu_idle_type` (the kernel's numbering: 0 idle, 1 not idle, 2 newly idle).

@@ -5,136 +5,40 @@
 //! order (the balancer's ring buffer and the tracepoints' one deliver independently), folds
 //! them into its own [`Model`] and, at each busiest-group search the kernel reported, asks the
 //! model the same question from the same CPU, domain and idle type: is the domain balanced,
-//! and if not, which migration type. Each balancer migration is also paired with the
-//! `detach_task` record of the same task shortly before it, and its stack-derived reason must
-//! agree with the kernel's idle type.
+//! and if not, which migration type ([`scores`] says what a constant answer would score
+//! beside each figure). Each balancer migration is also paired with the kernel's record of
+//! its pass, whose facts name its reason without the stack table ([`reasons`]).
 //!
 //! Pure: a function of the event stream only. Memory: the reorder window's events, one entry
 //! per task detached but not yet migrated, and counters.
 
-use crate::event::{Balance, CpuIdleType, Event, EventKind, MigrationType, Pid, Reason};
+use crate::event::{Balance, CpuIdleType, Event, EventKind, MigrationType};
 use crate::model::{BalancePass, GroupStats, Model, ModelConfig};
 use crate::topology::Topology;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-/// How far before its migration a `detach_task` may be to pair with it: detach and
-/// `set_task_cpu` are microseconds apart in the same balance pass.
-pub const MATCH_WINDOW_NS: u64 = 10_000_000;
+mod reasons;
+mod scores;
+
+pub use reasons::{
+    hook_reason, HookReason, ReasonAgreement, ReasonCount, ReasonPairing, MATCH_WINDOW_NS,
+    SEARCH_WINDOW_NS, STOPPER_WINDOW_NS,
+};
+pub use scores::{BinaryScores, TypeCount, TypeScores};
+
+fn share(n: u64, of: u64) -> Option<f64> {
+    (of > 0).then(|| n as f64 / of as f64)
+}
 
 /// How long events wait to be put in order: longer than the gap between the two ring
 /// buffers' deliveries of the same instant (up to about a second was seen in the lab's
 /// 16-vCPU guests, where the consumer waits for the main buffer to fill).
 pub const REORDER_WINDOW_NS: u64 = 2_000_000_000;
 
-/// How far after a busiest-group search that found an imbalance a balancer migration into
-/// the same destination may be to pair with it: the pass detaches right after the search.
-pub const SEARCH_WINDOW_NS: u64 = 2_000_000;
-
 /// Events held for ordering at most; past it the older half is folded early (and any later
 /// event older than those counts as late).
 const MAX_PENDING: usize = 1 << 20;
-
-/// The agreement between stack reasons and `lb_env.idle`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct ReasonAgreement {
-    /// Balancer migrations (periodic, nohz, newidle, active balance).
-    pub balancer_migrations: u64,
-    /// Of those, the ones paired with a kernel record (either way below).
-    pub matched: u64,
-    /// Paired with the `detach_task` record of the same task.
-    pub matched_detach: u64,
-    /// Paired with the latest search into the same destination CPU that found an
-    /// imbalance (where detach_task is inlined into its caller, fentry sees few calls).
-    pub matched_search: u64,
-    /// Of the matched ones, those whose reason agrees with the idle type.
-    pub agreeing: u64,
-    /// Matched pairs by "stack reason/kernel idle type".
-    pub pairs: BTreeMap<String, u64>,
-}
-
-impl ReasonAgreement {
-    /// `agreeing / matched`, or `None` when nothing matched (no fentry mode).
-    pub fn share(&self) -> Option<f64> {
-        share(self.agreeing, self.matched)
-    }
-}
-
-fn share(n: u64, of: u64) -> Option<f64> {
-    (of > 0).then(|| n as f64 / of as f64)
-}
-
-/// Whether a stack reason is consistent with the idle type the balancer ran with: newidle
-/// balance runs with CPU_NEWLY_IDLE; periodic and nohz balance with CPU_IDLE or CPU_NOT_IDLE;
-/// active balance moves in the stopper, with the idle type of the pass that woke it (any).
-pub fn agrees(reason: Reason, idle: CpuIdleType) -> bool {
-    match reason {
-        Reason::NewidleBalance => idle == CpuIdleType::NewlyIdle,
-        Reason::PeriodicBalance | Reason::NohzIdleBalance => idle != CpuIdleType::NewlyIdle,
-        _ => true,
-    }
-}
-
-/// Pairs each balancer migration with the kernel's record of the pass that made it: the
-/// `detach_task` of the same pid no more than [`MATCH_WINDOW_NS`] before, else the latest
-/// search into the migration's destination that found an imbalance, no more than
-/// [`SEARCH_WINDOW_NS`] before. Each record is used once; events must come in time order.
-#[derive(Clone, Debug, Default)]
-pub struct ReasonPairing {
-    detached: HashMap<Pid, (u64, CpuIdleType)>,
-    searched: HashMap<u32, (u64, CpuIdleType)>,
-    /// The counts so far.
-    pub agreement: ReasonAgreement,
-}
-
-impl ReasonPairing {
-    /// Folds one event.
-    pub fn push(&mut self, e: &Event) {
-        match &e.kind {
-            EventKind::Balance(b) => match b.pid {
-                Some(pid) => {
-                    self.detached.insert(pid, (e.ts_ns, b.idle));
-                }
-                None if !b.balanced => {
-                    self.searched.insert(b.dst_cpu, (e.ts_ns, b.idle));
-                }
-                None => {}
-            },
-            EventKind::Migrate {
-                pid,
-                dst_cpu,
-                reason,
-                ..
-            } if reason.is_balancer() => {
-                let within = |rec: Option<(u64, CpuIdleType)>, window: u64| {
-                    rec.filter(|&(ts, _)| e.ts_ns >= ts && e.ts_ns - ts <= window)
-                        .map(|(_, idle)| idle)
-                };
-                let r = &mut self.agreement;
-                r.balancer_migrations += 1;
-                let idle = if let Some(idle) = within(self.detached.remove(pid), MATCH_WINDOW_NS) {
-                    r.matched_detach += 1;
-                    idle
-                } else if let Some(idle) =
-                    within(self.searched.get(dst_cpu).copied(), SEARCH_WINDOW_NS)
-                {
-                    r.matched_search += 1;
-                    idle
-                } else {
-                    return;
-                };
-                r.matched += 1;
-                r.agreeing += u64::from(agrees(*reason, idle));
-                let key = format!("{}/{}", reason.name(), idle.name());
-                *r.pairs.entry(key).or_default() += 1;
-            }
-            EventKind::Exit { pid, .. } => {
-                self.detached.remove(pid);
-            }
-            _ => {}
-        }
-    }
-}
 
 /// The model against the kernel at one domain level.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -151,6 +55,14 @@ pub struct LevelAgreement {
     pub both_unbalanced: u64,
     /// Of those, where the migration types agree.
     pub type_agree: u64,
+    /// Kernel migration type -> (pairs both imbalanced, of which the model's type agrees).
+    #[serde(skip)]
+    type_counts: BTreeMap<String, (u64, u64)>,
+    /// Balanced / not balanced: recall, precision, kappa and the constant answers' scores
+    /// (filled when validation finishes).
+    pub scores: BinaryScores,
+    /// Migration type agreement per kernel type, and the commonest type's share.
+    pub types: TypeScores,
 }
 
 impl LevelAgreement {
@@ -161,9 +73,26 @@ impl LevelAgreement {
         self.model_balanced += u64::from(model_balanced);
         self.balanced_agree += u64::from(kernel.balanced == model_balanced);
         if !kernel.balanced && !model_balanced {
+            let agree = model.migration_type == Some(kernel.migration_type);
             self.both_unbalanced += 1;
-            self.type_agree += u64::from(model.migration_type == Some(kernel.migration_type));
+            self.type_agree += u64::from(agree);
+            let c = self
+                .type_counts
+                .entry(kernel.migration_type.name().to_string())
+                .or_default();
+            c.0 += 1;
+            c.1 += u64::from(agree);
         }
+    }
+
+    fn finish(&mut self) {
+        self.scores = BinaryScores::new(
+            self.decisions,
+            self.decisions - self.kernel_balanced,
+            self.decisions - self.model_balanced,
+            self.both_unbalanced,
+        );
+        self.types = TypeScores::new(&self.type_counts);
     }
 }
 
@@ -227,7 +156,10 @@ pub struct Validation {
     pub balanced_agreement: Option<f64>,
     /// `total.type_agree / total.both_unbalanced`.
     pub migration_type_agreement: Option<f64>,
-    /// Stack reasons against the kernel's idle type.
+    /// Active-balance stopper entries recorded (not searches; they pair active-balance
+    /// migrations).
+    pub stopper_entries: u64,
+    /// Stack reasons against the reasons the balancer hooks give.
     pub reasons: ReasonAgreement,
     /// Disagreements by "level/idle type/kernel verdict" ("numa/idle/balanced": the kernel
     /// found that NUMA domain balanced from an idle CPU, the model did not).
@@ -299,7 +231,12 @@ impl Validator {
         let mut out = self.out;
         out.balanced_agreement = share(out.total.balanced_agree, out.total.decisions);
         out.migration_type_agreement = share(out.total.type_agree, out.total.both_unbalanced);
+        out.total.finish();
+        for l in out.per_level.values_mut() {
+            l.finish();
+        }
         out.reasons = self.pairing.agreement;
+        out.reasons.finish();
         out.reason_agreement = out.reasons.share();
         out
     }
@@ -316,7 +253,9 @@ impl Validator {
                 .balance_events_per_sd_level
                 .entry(b.level)
                 .or_default() += 1;
-            if b.pid.is_none() {
+            if b.is_stopper_entry() {
+                self.out.stopper_entries += 1;
+            } else if b.pid.is_none() {
                 self.judge(b);
             }
         }

@@ -1,6 +1,7 @@
 //! Text rendering of validation mode's [`Validation`]: how often the model agrees with the
-//! kernel's own balancer decisions, overall and per level, and how often the stack-derived
-//! migration reasons agree with the kernel's idle type. Owns no state.
+//! kernel's own balancer decisions, overall and per level, beside what a constant answer
+//! scores, and how often the stack-derived migration reasons agree with the balancer hooks'.
+//! Owns no state.
 
 use crate::validate::{LevelAgreement, Validation};
 use std::io::{self, Write};
@@ -13,17 +14,29 @@ fn pct(n: u64, of: u64) -> String {
     }
 }
 
+fn share(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| format!("{:.1}%", v * 100.0))
+}
+
 fn row(w: &mut impl Write, name: &str, a: &LevelAgreement) -> io::Result<()> {
+    let s = &a.scores;
     writeln!(
         w,
-        "  {:<7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9}",
+        "  {:<7} {:>8} {:>6} {:>6} {:>7} {:>7} {:>6} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7}",
         name,
         a.decisions,
-        a.kernel_balanced,
-        a.model_balanced,
-        pct(a.balanced_agree, a.decisions),
+        s.kernel_imbalanced,
+        s.model_imbalanced,
+        share(s.agreement),
+        share(s.constant_agreement),
+        s.kappa
+            .map_or_else(|| "-".to_string(), |k| format!("{k:.3}")),
+        share(s.recall),
+        share(s.precision),
+        share(s.constant_precision),
         a.both_unbalanced,
-        pct(a.type_agree, a.both_unbalanced)
+        pct(a.type_agree, a.both_unbalanced),
+        share(a.types.constant_agreement),
     )
 }
 
@@ -36,13 +49,40 @@ pub fn validation(v: &Validation, w: &mut impl Write) -> io::Result<()> {
     )?;
     writeln!(
         w,
-        "  {:<7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9}",
-        "LEVEL", "SEARCHES", "K BAL", "M BAL", "AGREE", "BOTH IMB", "TYPE OK"
+        "  {:<7} {:>8} {:>6} {:>6} {:>7} {:>7} {:>6} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7}",
+        "LEVEL",
+        "SEARCHES",
+        "K IMB",
+        "M IMB",
+        "AGREE",
+        "CONST",
+        "KAPPA",
+        "RECALL",
+        "PREC",
+        "CONST",
+        "BOTH IMB",
+        "TYPE OK",
+        "CONST"
     )?;
     for (k, a) in &v.per_level {
         row(w, k, a)?;
     }
     row(w, "all", &v.total)?;
+    writeln!(
+        w,
+        "  CONST: what a constant answer scores beside the figure before it (always the \
+         commonest verdict; always imbalanced; always the commonest migration type)"
+    )?;
+    if !v.total.types.by_type.is_empty() {
+        let t: Vec<String> = v
+            .total
+            .types
+            .by_type
+            .iter()
+            .map(|(k, c)| format!("{k} {} of {}", share(c.agreement), c.pairs))
+            .collect();
+        writeln!(w, "  migration type by the kernel's type: {}", t.join(", "))?;
+    }
     if !v.migration_types.is_empty() {
         let t: Vec<String> = v
             .migration_types
@@ -72,14 +112,24 @@ pub fn validation(v: &Validation, w: &mut impl Write) -> io::Result<()> {
     writeln!(
         w,
         "  reasons: {} of {} balancer migrations paired with the kernel's pass ({} by \
-         detach_task, {} by the search into their CPU); the stack reason agrees with the \
-         kernel's idle type in {}",
+         detach_task, {} by the active-balance stopper, {} by the search into their CPU); the \
+         stack reason is the balancer hooks' reason in {} (always the commonest: {})",
         r.matched,
         r.balancer_migrations,
         r.matched_detach,
+        r.matched_stopper,
         r.matched_search,
-        pct(r.agreeing, r.matched)
+        pct(r.agreeing, r.matched),
+        share(r.constant_agreement),
     )?;
+    if !r.by_reason.is_empty() {
+        let t: Vec<String> = r
+            .by_reason
+            .iter()
+            .map(|(k, c)| format!("{k} {} of {}", share(c.agreement), c.pairs))
+            .collect();
+        writeln!(w, "  by the hooks' reason: {}", t.join(", "))?;
+    }
     if v.unmapped > 0 || v.late > 0 || v.redo > 0 {
         writeln!(
             w,

@@ -13,8 +13,8 @@
 
 use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::event::{
-    Balance, CpuIdleType, Event, EventKind, Fold, FoldedHist, MigrateContext, MigrationType,
-    NumaOp, Reason, ReasonSource,
+    Balance, BalanceOrigin, CpuIdleType, Event, EventKind, Fold, FoldedHist, MigrateContext,
+    MigrationType, NumaOp, Reason, ReasonSource,
 };
 
 /// The fewest bytes an encoded event takes: kind, timestamp delta and CPU, one byte each.
@@ -313,7 +313,13 @@ pub(super) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event) {
             out.push(b.idle as u8);
             out.push(b.migration_type as u8);
             put_varint(out, b.imbalance);
-            out.push(u8::from(b.balanced) | u8::from(b.redo) << 1);
+            let origin = match b.origin {
+                None => 0,
+                Some(BalanceOrigin::Own) => 1,
+                Some(BalanceOrigin::NohzIdle) => 2,
+                Some(BalanceOrigin::Stopper) => 3,
+            };
+            out.push(u8::from(b.balanced) | u8::from(b.redo) << 1 | origin << 2);
             v(out, b.dst_cpu);
             v(out, b.src_cpu);
             put_varint(out, b.pid.map_or(0, |p| u64::from(p) + 1));
@@ -591,8 +597,18 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
             let migration_type = MigrationType::from_kernel(u32::from(m))
                 .map_or_else(|| bad(format!("unknown migration type {m}")), Ok)?;
             let imbalance = c.varint()?;
-            let (balanced, redo) = match c.byte()? {
-                b @ 0..=3 => (b & 1 != 0, b & 2 != 0),
+            // Bits 0 balanced, 1 redo, 2-3 the origin (0 unknown: recordings before it).
+            let (balanced, redo, origin) = match c.byte()? {
+                b @ 0..=15 => (
+                    b & 1 != 0,
+                    b & 2 != 0,
+                    [
+                        None,
+                        Some(BalanceOrigin::Own),
+                        Some(BalanceOrigin::NohzIdle),
+                        Some(BalanceOrigin::Stopper),
+                    ][usize::from(b >> 2)],
+                ),
                 b => return bad(format!("bad balanced flags {b}")),
             };
             let dst_cpu = c.u32()?;
@@ -612,6 +628,7 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
                 dst_cpu,
                 src_cpu,
                 pid,
+                origin,
             }))
         }
         K_FOLD => {

@@ -2,7 +2,7 @@
 //! ordering across ring buffers, and a lab recording.
 
 use super::*;
-use crate::event::{MigrateContext, ReasonSource};
+use crate::event::{BalanceOrigin, MigrateContext, Pid, Reason, ReasonSource};
 use crate::model::ModelRules;
 use crate::topology::Topology;
 
@@ -27,6 +27,7 @@ fn balance(
             dst_cpu: dst,
             src_cpu: 0,
             pid: None,
+            origin: None,
         })),
     }
 }
@@ -46,6 +47,7 @@ fn detach(ts: u64, pid: Pid, idle: CpuIdleType) -> Event {
             dst_cpu: 0,
             src_cpu: 1,
             pid: Some(pid),
+            origin: None,
         })),
     }
 }
@@ -117,8 +119,74 @@ fn pairs_by_pid_and_time() {
     assert_eq!(r.matched_detach, 2);
     assert_eq!(r.agreeing, 1);
     assert_eq!(r.share(), Some(0.5));
-    assert_eq!(r.pairs["newidle_balance/newly_idle"], 1);
-    assert_eq!(r.pairs["newidle_balance/not_idle"], 1);
+    assert_eq!(r.pairs["newidle_balance/newidle_balance"], 1);
+    assert_eq!(r.pairs["newidle_balance/periodic_or_nohz"], 1);
+}
+
+/// A record of the pass with its origin (what the origin hooks add), on `cpu`.
+fn with_origin(mut e: Event, cpu: u32, origin: BalanceOrigin) -> Event {
+    e.cpu = cpu;
+    if let EventKind::Balance(b) = &mut e.kind {
+        b.origin = Some(origin);
+    }
+    e
+}
+
+#[test]
+fn the_hooks_tell_every_balancer_reason_apart() {
+    use BalanceOrigin::*;
+    let mut p = ReasonPairing::default();
+    let mut stopper = detach(1_100, 0, CpuIdleType::Idle);
+    if let EventKind::Balance(b) = &mut stopper.kind {
+        (b.pid, b.src_cpu, b.dst_cpu) = (None, 1, 0);
+    }
+    for e in [
+        // The idle load balancer (CPU 3) balancing CPU 0: nohz; the stack agrees.
+        with_origin(detach(100, 1, CpuIdleType::Idle), 3, NohzIdle),
+        migrate(200, 1, Reason::NohzIdleBalance),
+        // Its own domains in the same loop are nohz too, though it acts for no other CPU.
+        with_origin(detach(300, 2, CpuIdleType::Idle), 0, NohzIdle),
+        migrate(400, 2, Reason::NohzIdleBalance),
+        // A CPU's own tick pass: periodic; a stack saying nohz is caught.
+        with_origin(detach(500, 3, CpuIdleType::NotIdle), 0, Own),
+        migrate(600, 3, Reason::NohzIdleBalance),
+        with_origin(detach(700, 4, CpuIdleType::Idle), 0, Own),
+        migrate(800, 4, Reason::PeriodicBalance),
+        // Newly idle wins over the origin.
+        with_origin(detach(900, 5, CpuIdleType::NewlyIdle), 0, Own),
+        migrate(1_000, 5, Reason::NewidleBalance),
+        // The stopper's entry on CPU 1 pairs the push 1 -> 0 with no detach record.
+        with_origin(stopper, 1, Stopper),
+        migrate(1_100 + STOPPER_WINDOW_NS - 200, 6, Reason::ActiveBalance),
+    ] {
+        p.push(&e);
+    }
+    let mut r = p.agreement;
+    r.finish();
+    assert_eq!((r.matched, r.matched_detach, r.matched_stopper), (6, 5, 1));
+    assert_eq!(r.agreeing, 5);
+    assert_eq!(r.pairs["nohz_idle_balance/periodic_balance"], 1);
+    let n = |k: &str| (r.by_reason[k].pairs, r.by_reason[k].agreeing);
+    assert_eq!(n("nohz_idle_balance"), (2, 2));
+    assert_eq!(n("periodic_balance"), (2, 1));
+    assert_eq!(n("newidle_balance"), (1, 1));
+    assert_eq!(n("active_balance"), (1, 1));
+    assert_eq!(r.by_reason["periodic_balance"].agreement, Some(0.5));
+    // The commonest hook reason (ties go to the first name) and its share.
+    assert_eq!(r.constant_answer.as_deref(), Some("nohz_idle_balance"));
+    assert_eq!(r.constant_agreement, Some(2.0 / 6.0));
+}
+
+#[test]
+fn a_stopper_entry_is_not_a_search() {
+    let topo = Topology::synthetic_flat(2);
+    let mut e = with_origin(detach(100, 1, CpuIdleType::Idle), 1, BalanceOrigin::Stopper);
+    if let EventKind::Balance(b) = &mut e.kind {
+        b.pid = None;
+    }
+    let v = validate(&topo, config(), &[e]);
+    assert_eq!(v.stopper_entries, 1);
+    assert_eq!(v.total.decisions, 0);
 }
 
 #[test]
@@ -166,12 +234,14 @@ fn without_detach_task_the_search_into_the_destination_pairs() {
 }
 
 #[test]
-fn idle_type_rules() {
-    assert!(agrees(Reason::PeriodicBalance, CpuIdleType::Idle));
-    assert!(agrees(Reason::NohzIdleBalance, CpuIdleType::NotIdle));
-    assert!(!agrees(Reason::PeriodicBalance, CpuIdleType::NewlyIdle));
-    assert!(!agrees(Reason::NewidleBalance, CpuIdleType::Idle));
-    assert!(agrees(Reason::ActiveBalance, CpuIdleType::NewlyIdle));
+fn without_origins_only_newly_idle_is_told_apart() {
+    let h = |idle| hook_reason(idle, None);
+    assert!(h(CpuIdleType::Idle).agrees(Reason::PeriodicBalance));
+    assert!(h(CpuIdleType::NotIdle).agrees(Reason::NohzIdleBalance));
+    assert!(!h(CpuIdleType::NewlyIdle).agrees(Reason::PeriodicBalance));
+    assert!(!h(CpuIdleType::Idle).agrees(Reason::NewidleBalance));
+    // Active balance needs the stopper's origin: without it a stack saying so is not confirmed.
+    assert!(!h(CpuIdleType::Idle).agrees(Reason::ActiveBalance));
     let v = validate(&Topology::synthetic_flat(2), config(), &[]);
     assert_eq!(v.reason_agreement, None);
     assert_eq!(v.balanced_agreement, None);

@@ -3,8 +3,8 @@
 use super::{read_chunks, tmp, write_bytes};
 use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::event::{
-    Balance, CpuIdleType, Event, EventKind, MigrateContext, MigrationType, NumaOp, Reason,
-    ReasonSource,
+    Balance, BalanceOrigin, CpuIdleType, Event, EventKind, MigrateContext, MigrationType, NumaOp,
+    Reason, ReasonSource,
 };
 use crate::record::{codec, Reader, Writer, CHUNK_RAW_TARGET};
 
@@ -186,6 +186,12 @@ fn edge_events() -> Vec<Event> {
             dst_cpu: m,
             src_cpu: 0,
             pid: [None, Some(0), Some(m), Some(7)][i],
+            origin: [
+                None,
+                Some(BalanceOrigin::Own),
+                Some(BalanceOrigin::NohzIdle),
+                Some(BalanceOrigin::Stopper),
+            ][i],
         })));
     }
     for (i, reason) in Reason::ALL.iter().enumerate() {

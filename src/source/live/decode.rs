@@ -5,7 +5,9 @@ use super::cgroups::CgroupNames;
 use super::kallsyms::Kallsyms;
 use super::skel::types as t;
 use crate::cpuset::CpuSet;
-use crate::event::{Balance, CpuIdleType, Event, EventKind, MigrateContext, MigrationType, NumaOp};
+use crate::event::{
+    Balance, BalanceOrigin, CpuIdleType, Event, EventKind, MigrateContext, MigrationType, NumaOp,
+};
 use crate::reason::{classify_frames, Resolver, StackClass};
 use std::collections::HashMap;
 
@@ -191,6 +193,7 @@ impl Decoder {
                     dst_cpu: r.dst_cpu.max(0) as u32,
                     src_cpu: r.src_cpu.max(0) as u32,
                     pid: (r.pid != 0).then_some(r.pid),
+                    origin: balance_origin(r.h.flags),
                 })))
             }),
             _ => None,
@@ -386,5 +389,20 @@ mod tests {
                 ..
             }
         ));
+    }
+}
+
+/// The origin bits of an `lbs_balance` header (bpf/lbscope.h `enum lbs_balance_origin`).
+fn balance_origin(flags: u16) -> Option<BalanceOrigin> {
+    use t::lbs_balance_origin as O;
+    let bit = |o: O| flags & o.0 as u16 != 0;
+    if !bit(O::LBS_BAL_ORIGIN_KNOWN) {
+        None
+    } else if bit(O::LBS_BAL_STOPPER) {
+        Some(BalanceOrigin::Stopper)
+    } else if bit(O::LBS_BAL_NOHZ) {
+        Some(BalanceOrigin::NohzIdle)
+    } else {
+        Some(BalanceOrigin::Own)
     }
 }

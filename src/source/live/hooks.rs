@@ -86,6 +86,17 @@ pub const STREAMS: &[(&str, &str)] = &[
     ("lb_detach", "detach_task"),
 ];
 
+/// The programs that tell where a pass runs (a record's origin): the balancer softirq under
+/// both names (the nohz kick it serves) and the active-balance stopper, entry and exit.
+pub const ORIGINS: &[(&str, &str)] = &[
+    ("lb_softirq_new", "sched_balance_softirq"),
+    ("lb_softirq_new_exit", "sched_balance_softirq"),
+    ("lb_softirq_old", "run_rebalance_domains"),
+    ("lb_softirq_old_exit", "run_rebalance_domains"),
+    ("lb_active", "active_load_balance_cpu_stop"),
+    ("lb_active_exit", "active_load_balance_cpu_stop"),
+];
+
 /// Loads and attaches the streaming programs whose functions the kernel's BTF has; returns
 /// the skeleton (whose `balance_events` ring buffer the live source polls) and the functions
 /// hooked, or the reason nothing loaded (lockdown, no BTF for any of them).
@@ -93,16 +104,23 @@ pub fn load_streams<'o>(
     obj: &'o mut MaybeUninit<libbpf_rs::OpenObject>,
     btf: &libbpf_rs::btf::Btf<'_>,
 ) -> Result<(BalancerSkel<'o>, Vec<String>), String> {
-    let present: Vec<&str> = STREAMS
+    let has = |f: &str| {
+        btf.type_by_name::<libbpf_rs::btf::types::Func<'_>>(f)
+            .is_some()
+    };
+    let mut present: Vec<&str> = STREAMS
         .iter()
-        .filter(|(_, f)| {
-            btf.type_by_name::<libbpf_rs::btf::types::Func<'_>>(f)
-                .is_some()
-        })
+        .filter(|(_, f)| has(f))
         .map(|(p, _)| *p)
         .collect();
     if present.is_empty() {
         return Err("no balancer function to hook in this kernel's BTF".into());
+    }
+    // Origins are told only when both the softirq (either name) and the stopper are there.
+    let softirq = has("sched_balance_softirq") || has("run_rebalance_domains");
+    let origin_on = softirq && has("active_load_balance_cpu_stop");
+    if origin_on {
+        present.extend(ORIGINS.iter().filter(|(_, f)| has(f)).map(|(p, _)| *p));
     }
     let mut open = BalancerSkelBuilder::default()
         .open(obj)
@@ -114,6 +132,11 @@ pub fn load_streams<'o>(
     let mut skel = open.load().map_err(|e| e.to_string())?;
     use libbpf_rs::skel::Skel;
     skel.attach().map_err(|e| e.to_string())?;
+    if origin_on {
+        if let Some(bss) = skel.maps.bss_data.as_deref_mut() {
+            bss.origin_on = 1;
+        }
+    }
     let funcs = STREAMS
         .iter()
         .filter(|(p, _)| present.contains(p))
