@@ -281,6 +281,21 @@ impl Decoder {
     }
 }
 
+/// The origin bits of an `lbs_balance` header (bpf/lbscope.h `enum lbs_balance_origin`).
+fn balance_origin(flags: u16) -> Option<BalanceOrigin> {
+    use t::lbs_balance_origin as O;
+    let bit = |o: O| flags & o.0 as u16 != 0;
+    if !bit(O::LBS_BAL_ORIGIN_KNOWN) {
+        None
+    } else if bit(O::LBS_BAL_STOPPER) {
+        Some(BalanceOrigin::Stopper)
+    } else if bit(O::LBS_BAL_NOHZ) {
+        Some(BalanceOrigin::NohzIdle)
+    } else {
+        Some(BalanceOrigin::Own)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,20 +404,5 @@ mod tests {
                 ..
             }
         ));
-    }
-}
-
-/// The origin bits of an `lbs_balance` header (bpf/lbscope.h `enum lbs_balance_origin`).
-fn balance_origin(flags: u16) -> Option<BalanceOrigin> {
-    use t::lbs_balance_origin as O;
-    let bit = |o: O| flags & o.0 as u16 != 0;
-    if !bit(O::LBS_BAL_ORIGIN_KNOWN) {
-        None
-    } else if bit(O::LBS_BAL_STOPPER) {
-        Some(BalanceOrigin::Stopper)
-    } else if bit(O::LBS_BAL_NOHZ) {
-        Some(BalanceOrigin::NohzIdle)
-    } else {
-        Some(BalanceOrigin::Own)
     }
 }
