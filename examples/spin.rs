@@ -58,6 +58,18 @@ struct Cli {
     #[arg(long, value_name = "MS", requires = "pin")]
     unpin_after_ms: Option<u64>,
 
+    /// With --unpin-after-ms: every this many milliseconds from the start each worker pins
+    /// itself back to --pin for --unpin-after-ms, then lets go again (a NUMA imbalance made
+    /// again and again, for the balancer to undo each time)
+    #[arg(long, value_name = "MS", requires = "unpin_after_ms")]
+    repin_every_ms: Option<u64>,
+
+    /// Nice values given to the workers in turn (comma-separated, e.g. `-5,0,5,10`): tasks of
+    /// unequal weight, so that overloaded groups compare by load
+    #[arg(long, value_name = "LIST", value_delimiter = ',', allow_hyphen_values = true,
+          value_parser = clap::value_parser!(i32).range(-20..=19))]
+    nice: Vec<i32>,
+
     /// Every worker also writes across a shared buffer of this many MiB, first touched by the
     /// main thread on the --pin CPUs (so its pages live on their node)
     #[arg(long, value_name = "MIB")]
@@ -66,7 +78,7 @@ struct Cli {
     /// Bulk-synchronous job: each worker spins for this much of its own CPU time, then waits
     /// at a barrier for all the others, step after step, until the duration is over
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..),
-          conflicts_with_all = ["unpin_after_ms", "touch_mb"])]
+          conflicts_with_all = ["unpin_after_ms", "touch_mb", "repin_every_ms"])]
     step_ms: Option<u64>,
 
     #[command(flatten)]
@@ -187,11 +199,28 @@ fn main() -> Result<()> {
     });
     let steps = Arc::new(Steps::new(cli.threads));
     let step = cli.step_ms.map(Duration::from_millis);
+    let cycle = cli.repin_every_ms.map(Duration::from_millis);
+    if let (Some(c), Some(u)) = (cycle, unpin) {
+        if c <= u {
+            anyhow::bail!("--repin-every-ms must be longer than --unpin-after-ms");
+        }
+    }
     for w in 0..cli.threads {
         let all = all.clone();
         let buf = buf.clone();
         let steps = steps.clone();
+        let pin = cli.pin.clone();
+        let nice = (!cli.nice.is_empty()).then(|| cli.nice[w % cli.nice.len()]);
         workers.push(crew.spawn(cli.pin.as_ref(), move |start: Instant| {
+            if let Some(n) = nice {
+                // SAFETY: setpriority(2) on this thread's own id; no memory is passed.
+                let r = unsafe {
+                    libc::setpriority(libc::PRIO_PROCESS, common::gettid() as libc::id_t, n)
+                };
+                if r != 0 {
+                    eprintln!("spin: nice {n}: {}", std::io::Error::last_os_error());
+                }
+            }
             if let Some(step) = step {
                 return stepped(&steps, step, start + duration);
             }
@@ -207,9 +236,22 @@ fn main() -> Result<()> {
                 n
             };
             if let Some(u) = unpin.filter(|u| *u < duration) {
-                iters += work(start + u);
-                if let Err(e) = common::pin(0, &all) {
-                    eprintln!("spin: {e:#}");
+                let mut at = Duration::ZERO;
+                loop {
+                    iters += work(start + (at + u).min(duration));
+                    if let Err(e) = common::pin(0, &all) {
+                        eprintln!("spin: {e:#}");
+                    }
+                    let Some(c) = cycle.filter(|c| at + *c + u < duration) else {
+                        break;
+                    };
+                    at += c;
+                    iters += work(start + at);
+                    if let Some(p) = &pin {
+                        if let Err(e) = common::pin(0, p) {
+                            eprintln!("spin: {e:#}");
+                        }
+                    }
                 }
             }
             (iters + work(start + duration), 0, Duration::ZERO)

@@ -69,30 +69,39 @@ fn shares_llc(kind: LevelKind) -> bool {
     matches!(kind, LevelKind::Smt | LevelKind::Cluster | LevelKind::Llc)
 }
 
-/// sd->imb_numa_nr of every level (topology.c, build_sched_domains): set on the first level
-/// above the LLC from the number of LLCs it holds, and scaled above by span / first NUMA span.
+/// sd->imb_numa_nr of every level (topology.c, build_sched_domains). The kernel sets it
+/// before degenerate levels are dropped, so on the whole chain SMT, CLS, MC, PKG (whose span
+/// is the node: `cpu_cpu_mask`), NODE, NUMA...: the first level that does not share the LLC
+/// while its child does is PKG (NODE where x86 drops PKG for NUMA-in-package), which spans
+/// one node whether or not it survives; there `imb` is the node's LLC count, or an eighth of
+/// the node when it holds one LLC (at least 1). Each level above gets `imb` times its span
+/// over the span of the first SD_NUMA level (NODE has no SD_NUMA flag), at least once.
+/// So on a machine whose nodes are one LLC each, a NUMA domain's imb_numa_nr is an eighth of
+/// a node, not its node count.
 fn imb_numa_nr(topo: &Topology) -> Vec<u64> {
     let weight = |li: usize| topo.levels[li].domains.first().map_or(1, |d| d.span.len()) as u64;
     let n = topo.levels.len();
     let mut out = vec![0; n];
-    let Some(first) = (1..n)
-        .find(|&li| !shares_llc(topo.levels[li].kind) && shares_llc(topo.levels[li - 1].kind))
-    else {
-        return out;
-    };
-    let nr_llcs = weight(first) / weight(first - 1).max(1);
-    let imb = if nr_llcs == 1 {
-        weight(first) >> 3
-    } else {
-        nr_llcs
-    }
-    .max(1);
-    let imb_span = (first + 1..n)
-        .find(|&li| topo.levels[li].kind == LevelKind::Numa)
-        .map_or(weight(first), weight)
+    let llc = (0..n).rev().find(|&li| shares_llc(topo.levels[li].kind));
+    let llc_w = llc.map_or(1, weight).max(1);
+    let first_cpu = topo.online.iter().next();
+    let node_w = first_cpu
+        .and_then(|c| topo.node_of(c))
+        .and_then(|nd| topo.numa_nodes.get(nd))
+        .map_or(0, |s| s.len() as u64)
+        .max(llc_w);
+    let nr_llcs = node_w / llc_w;
+    let imb = if nr_llcs == 1 { node_w >> 3 } else { nr_llcs }.max(1);
+    let imb_span = (0..n)
+        .filter(|&li| topo.levels[li].kind == LevelKind::Numa)
+        .map(weight)
+        .find(|&w| w > node_w)
+        .unwrap_or(node_w)
         .max(1);
-    out[first] = imb;
-    for (li, o) in out.iter_mut().enumerate().skip(first + 1) {
+    for (li, o) in out.iter_mut().enumerate() {
+        if llc.is_some_and(|l| li <= l) || shares_llc(topo.levels[li].kind) {
+            continue;
+        }
         *o = imb * (weight(li) / imb_span).max(1);
     }
     out

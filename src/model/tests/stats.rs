@@ -64,8 +64,10 @@ fn rules_follow_the_kernel_release() {
 
 #[test]
 fn sd_init_parameters() {
-    // sd_init: imbalance_pct 110 at SMT (SD_SHARE_CPUCAPACITY), 117 elsewhere; imb_numa_nr
-    // on the first level above the LLC = number of LLCs it holds (16 / 8 = 2).
+    // sd_init: imbalance_pct 110 at SMT (SD_SHARE_CPUCAPACITY), 117 elsewhere. imb_numa_nr
+    // (build_sched_domains, before degenerate levels go): the first level above MC is PKG,
+    // spanning the node (cpu_cpu_mask), here one 8-CPU LLC: nr_llcs 1, so imb = 8 >> 3 = 1;
+    // NUMA gets imb * max(1, 16 / 16) = 1.
     let t = DomainTable::new(&topo16(), ModelRules::V6_6Plus);
     let pct: Vec<(String, u64, u64)> = t
         .doms
@@ -74,7 +76,7 @@ fn sd_init_parameters() {
         .collect();
     assert_eq!(pct[0], ("smt".into(), 110, 0));
     assert_eq!(pct[8], ("llc".into(), 117, 0));
-    assert_eq!(pct[10], ("numa".into(), 117, 2));
+    assert_eq!(pct[10], ("numa".into(), 117, 1));
     assert!(t.doms[10].params.numa && !t.doms[10].params.share_llc);
     assert!(
         t.doms[10].params.prefer_sibling,
@@ -360,7 +362,10 @@ fn busy_destination_leaves_has_spare_balanced() {
 #[test]
 fn sd_init_parameters_of_the_sysfs_fixtures() {
     // (fixture, [(key, imbalance_pct, imb_numa_nr, prefer_sibling, cores of the first
-    // domain's groups)]): sd_init and the imb_numa_nr block of build_sched_domains.
+    // domain's groups)]): sd_init and the imb_numa_nr block of build_sched_domains, which runs
+    // before degenerate levels are dropped: PKG spans the node (cpu_cpu_mask), so on these
+    // machines, whose nodes hold one LLC each, imb = max(1, node CPUs >> 3) = 1, scaled above
+    // by span / first SD_NUMA span (NODE has no SD_NUMA flag).
     type Want = (&'static str, u64, u64, bool, &'static [u64]);
     let cases: [(&str, &[Want]); 3] = [
         (
@@ -368,16 +373,16 @@ fn sd_init_parameters_of_the_sysfs_fixtures() {
             &[
                 ("smt", 110, 0, false, &[1, 1]),
                 ("llc", 117, 0, true, &[1, 1, 1, 1]),
-                ("numa", 117, 2, true, &[4, 4]),
+                ("numa", 117, 1, true, &[4, 4]),
             ],
         ),
         (
-            // numa (8 CPUs, 2 LLCs): imb 2; numa2 scales by 16 / first NUMA span (16) = 1 and
-            // loses prefer_sibling (its child is a NUMA domain).
+            // Nodes of 4 CPUs, one LLC each: imb 1 on numa (8 CPUs, the first SD_NUMA span);
+            // numa2 scales by 16 / 8 = 2 and loses prefer_sibling (its child is a NUMA domain).
             "4node-numa",
             &[
                 ("llc", 117, 0, false, &[1, 1, 1, 1]),
-                ("numa", 117, 2, true, &[4, 4]),
+                ("numa", 117, 1, true, &[4, 4]),
                 ("numa2", 117, 2, false, &[8, 8]),
             ],
         ),
