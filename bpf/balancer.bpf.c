@@ -78,10 +78,28 @@ static __always_inline __u32 origin_flags(void)
 	return LBS_BAL_ORIGIN_KNOWN | (o ? *o : 0);
 }
 
-static __always_inline void emit(struct lb_env *env, __u32 pid, __u32 balanced)
+/* When the busiest-group search running on this CPU started: the search reads every CPU's
+ * statistics from its start on, so its record is stamped then, not at its exit (under QEMU's
+ * emulation the search itself takes long enough for other CPUs to change meanwhile). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} search_start SEC(".maps");
+
+static __always_inline void search_entry(void)
+{
+	__u32 zero = 0;
+	__u64 *t = bpf_map_lookup_elem(&search_start, &zero);
+
+	if (t)
+		*t = bpf_ktime_get_ns();
+}
+
+static __always_inline void emit_at(struct lb_env *env, __u32 pid, __u32 balanced, __u64 ts)
 {
 	struct lbs_balance *e;
-	__u64 ts = bpf_ktime_get_ns();
 
 	e = bpf_ringbuf_reserve(&balance_events, sizeof(*e), 0);
 	if (!e) {
@@ -107,18 +125,49 @@ static __always_inline void emit(struct lb_env *env, __u32 pid, __u32 balanced)
 	bpf_ringbuf_submit(e, 0);
 }
 
+static __always_inline void emit(struct lb_env *env, __u32 pid, __u32 balanced)
+{
+	emit_at(env, pid, balanced, bpf_ktime_get_ns());
+}
+
+/* A search's record, stamped at the search's start (now when the entry was not seen). */
+static __always_inline void emit_search(struct lb_env *env, __u32 balanced)
+{
+	__u32 zero = 0;
+	__u64 now = bpf_ktime_get_ns(), *t = bpf_map_lookup_elem(&search_start, &zero);
+	__u64 ts = t && *t && *t <= now ? *t : now;
+
+	if (t)
+		*t = 0;
+	emit_at(env, 0, balanced, ts);
+}
+
 /* The busiest-group search returns NULL when the domain is balanced. */
+SEC("fentry/sched_balance_find_src_group")
+int BPF_PROG(lb_search_new_entry)
+{
+	search_entry();
+	return 0;
+}
+
 SEC("fexit/sched_balance_find_src_group")
 int BPF_PROG(lb_search_new, struct lb_env *env, struct sched_group *ret)
 {
-	emit(env, 0, ret == NULL);
+	emit_search(env, ret == NULL);
+	return 0;
+}
+
+SEC("fentry/find_busiest_group")
+int BPF_PROG(lb_search_old_entry)
+{
+	search_entry();
 	return 0;
 }
 
 SEC("fexit/find_busiest_group")
 int BPF_PROG(lb_search_old, struct lb_env *env, struct sched_group *ret)
 {
-	emit(env, 0, ret == NULL);
+	emit_search(env, ret == NULL);
 	return 0;
 }
 

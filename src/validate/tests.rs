@@ -425,13 +425,58 @@ mod lab_fixture {
         assert!(not_balanced > 0);
     }
 
-    /// The model issue's goals, on every fixture: balanced / not balanced 95%, migration type
-    /// 90%, stack reasons against the kernel's idle type 99%, each resting on real numbers.
+    const OVERLOAD_61: &[u8] = include_bytes!("../../tests/fixtures/lab/6.1-4node-overload.lbs");
+    const OVERLOAD_612: &[u8] =
+        include_bytes!("../../tests/fixtures/lab/6.12-2s-smt-numa-overload.lbs");
+
+    /// The goals on one validation: kappa >= 0.8 at every level with 50 searches; recall and
+    /// precision >= 0.9 where 20 kernel (model) imbalances stand behind them; the migration
+    /// type >= 0.9 for each kernel type with 20 pairs; every hook reason with 20 pairs >= 0.99.
+    fn goals(name: &str, v: &Validation) -> Vec<String> {
+        let mut miss = Vec::new();
+        let all = "all".to_string();
+        for (k, l) in v.per_level.iter().chain([(&all, &v.total)]) {
+            let s = &l.scores;
+            if s.searches < 50 {
+                continue;
+            }
+            let kappa = s.kappa.unwrap_or(0.0);
+            if kappa < 0.8 {
+                miss.push(format!("{name} {k}: kappa {kappa:.3} of {}", s.searches));
+            }
+            if s.kernel_imbalanced >= 20 && s.recall.unwrap_or(0.0) < 0.9 {
+                miss.push(format!("{name} {k}: recall {:?}", s.recall));
+            }
+            if s.model_imbalanced >= 20 && s.precision.unwrap_or(0.0) < 0.9 {
+                miss.push(format!("{name} {k}: precision {:?}", s.precision));
+            }
+        }
+        for (t, c) in &v.total.types.by_type {
+            if c.pairs >= 20 && c.agreement.unwrap_or(0.0) < 0.9 {
+                miss.push(format!("{name}: type {t} {:?} of {}", c.agreement, c.pairs));
+            }
+        }
+        for (r, c) in &v.reasons.by_reason {
+            if c.pairs >= 20 && c.agreement.unwrap_or(0.0) < 0.99 {
+                miss.push(format!(
+                    "{name}: reason {r} {:?} of {}",
+                    c.agreement, c.pairs
+                ));
+            }
+        }
+        miss
+    }
+
+    /// The model's goals on every fixture, each resting on real numbers; where the fixture
+    /// was recorded with the balancer hooks' origins, every reason is told apart.
     #[test]
     fn the_model_meets_its_goals_against_the_kernel() {
-        for (bytes, rules, levels) in [
-            (SMT_NUMA_612, ModelRules::V6_6Plus, 3),
-            (FOUR_NODE_61, ModelRules::V6_1, 2),
+        let mut miss = Vec::new();
+        for (bytes, rules, levels, origins) in [
+            (SMT_NUMA_612, ModelRules::V6_6Plus, 3, false),
+            (FOUR_NODE_61, ModelRules::V6_1, 2, false),
+            (OVERLOAD_61, ModelRules::V6_1, 2, true),
+            (OVERLOAD_612, ModelRules::V6_6Plus, 3, true),
         ] {
             let (h, v) = validated(bytes);
             let name = format!("{} on {} levels", h.kernel_release, h.topology.levels.len());
@@ -450,14 +495,25 @@ mod lab_fixture {
                 v.total.both_unbalanced
             );
             assert!(v.reasons.matched > 50, "{name}: {:?}", v.reasons);
-            let (b, t, r) = (
-                v.balanced_agreement.unwrap(),
-                v.migration_type_agreement.unwrap(),
-                v.reason_agreement.unwrap(),
-            );
-            assert!(b >= 0.95, "{name}: balanced agreement {b}");
-            assert!(t >= 0.90, "{name}: migration type agreement {t}");
-            assert!(r >= 0.99, "{name}: reason agreement {r}");
+            let told = !v.reasons.by_reason.contains_key("periodic_or_nohz");
+            assert_eq!(told, origins, "{name}: {:?}", v.reasons.by_reason);
+            miss.extend(goals(&name, &v));
+        }
+        assert!(miss.is_empty(), "{miss:#?}");
+    }
+
+    /// The overload fixtures exercise every migration type a symmetric machine has (misfit
+    /// needs asymmetric capacities) and NUMA-level imbalances in numbers.
+    #[test]
+    fn the_overload_fixtures_exercise_load_util_and_task() {
+        for bytes in [OVERLOAD_61, OVERLOAD_612] {
+            let (h, v) = validated(bytes);
+            for t in ["load", "util", "task"] {
+                let n = v.total.types.by_type.get(t).map_or(0, |c| c.pairs);
+                assert!(n >= 20, "{}: {t} {n}", h.kernel_release);
+            }
+            let numa = v.per_level["numa"].scores.kernel_imbalanced;
+            assert!(numa >= 100, "{}: numa {numa}", h.kernel_release);
         }
     }
 }

@@ -33,11 +33,15 @@ EXPECTED_FINDINGS = {
     "group-imbalance": ["missed_pull", "busy_wakeup"],
     "numa-spread": ["uneven_spread", "missed_pull"],
     "overload": ["missed_pull"],
+    # Built to make the kernel use the active-balance stopper (checked by the reasons).
+    "active": [],
 }
 # The migration types a scenario is built to make the kernel use (at least MIN_TYPE_PAIRS
 # searches both sides found imbalanced with that kernel type). misfit needs asymmetric CPU
 # capacities, which no lab topology has (x86 under QEMU): no scenario can exercise it.
 EXPECTED_TYPES = {"overload": ["load", "util", "task"], "numa-spread": ["util", "task"]}
+# The balancer reasons a scenario is built to produce (at least MIN_REASON_PAIRS pairs).
+EXPECTED_REASONS = {"active": ["active_balance"], "overload": ["periodic_balance"]}
 MIN_TYPE_PAIRS = 20
 # NUMA-level imbalances the kernel must find in a run of these scenarios.
 MIN_NUMA_IMBALANCED = {"overload": 100, "numa-spread": 100}
@@ -51,10 +55,12 @@ MIN_REASON_PAIRS = 20
 # Folded and streaming reports start and stop a moment apart: samples of those moments differ.
 FOLD_TOLERANCE = 0.05
 BALANCER_REASONS = ["periodic_balance", "nohz_idle_balance", "newidle_balance", "active_balance"]
-COLUMNS = ["kernel", "topology", "scenario", "boot s", "balancer migrations",
-           "reason agreement (pairs)", "model: balanced (searches)",
-           "model: migration type (both imbalanced)", "idle-while-others-wait (movable) per level",
-           "runqlat p99 us", "findings"]
+COLUMNS = ["kernel", "topology", "scenario", "boot s",
+           "balanced / not per level: kappa, recall, precision (kernel imbalanced of searches; "
+           "constant: agreement, precision)",
+           "migration type per kernel type (pairs; constant)",
+           "reason per hook reason (pairs; constant)",
+           "idle-while-others-wait (movable) per level", "runqlat p99 us", "findings"]
 
 
 def between(text, name):
@@ -193,6 +199,11 @@ def check_goals(scenario, out):
     if numa < MIN_NUMA_IMBALANCED.get(scenario, 0):
         msgs.append(f"{numa} NUMA-level imbalances found by the kernel, the scenario is built "
                     f"for at least {MIN_NUMA_IMBALANCED[scenario]}")
+    for r in EXPECTED_REASONS.get(scenario, []):
+        n = out["reason_by_hook"].get(r, {}).get("pairs", 0)
+        if n < MIN_REASON_PAIRS:
+            msgs.append(f"reason {r}: {n} pairs, the scenario is built for at least "
+                        f"{MIN_REASON_PAIRS}")
     for r, c in out["reason_by_hook"].items():
         if r == "periodic_or_nohz":
             msgs.append(f"{c['pairs']} balancer migrations without the pass's origin: the "
@@ -230,8 +241,17 @@ def check_fold(a, text, out):
     return True
 
 
-def pct(v, n):
-    return "n/a" if v is None else f"{v:.1%} ({n})"
+def pct(v, n=None):
+    if v is None:
+        return "n/a"
+    return f"{v:.1%}" if n is None else f"{v:.1%} ({n})"
+
+
+def level_cell(name, l):
+    kappa = "n/a" if l["kappa"] is None else f"{l['kappa']:.2f}"
+    return (f"{name} {kappa}, {pct(l['recall'])}, {pct(l['precision'])} "
+            f"({l['kernel_imbalanced']} of {l['searches']}; {pct(l['constant_agreement'])}, "
+            f"{pct(l['constant_precision'])})")
 
 
 def table(files):
@@ -239,11 +259,15 @@ def table(files):
     print("|" + "---|" * len(COLUMNS))
     for f in files:
         o = json.load(open(f))
+        tot = o.get("model_total") or {}
+        types = ", ".join(f"{t} {pct(c['agreement'], c['pairs'])}"
+                          for t, c in sorted(tot.get("types", {}).items()))
+        reasons = ", ".join(f"{r} {pct(c['agreement'], c['pairs'])}"
+                            for r, c in sorted(o.get("reason_by_hook", {}).items()))
         row = [o["kernel"], o["topology"], o["scenario"], str(o["boot_s"]),
-               str(o["balancer_migrations"]),
-               pct(o["reason_agreement"], o["reason_matched"]),
-               pct(o["model_balanced_agreement"], o["model_decisions"]),
-               pct(o["model_migration_type_agreement"], o["model_both_unbalanced"]),
+               "; ".join(level_cell(k, l) for k, l in sorted(o["model_per_level"].items())),
+               f"{types or 'none'}; {pct(tot.get('type_constant_agreement'))}",
+               f"{reasons or 'none'}; {pct(o.get('reason_constant_agreement'))}",
                ", ".join(f"{k} {v:.1%}" for k, v in o["idle_while_waiting_movable"].items()),
                "n/a" if o["runqlat_p99_us"] is None else f'{o["runqlat_p99_us"]:.0f}',
                ", ".join(f"{k} {n}" for k, n in sorted(o["findings"].items())) or "none"]

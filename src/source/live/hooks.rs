@@ -82,7 +82,9 @@ pub type BalancerSkelRef<'o> = BalancerSkel<'o>;
 /// The programs that stream `struct lb_env` (bpf/balancer.bpf.c `lb_*`): (program, function).
 pub const STREAMS: &[(&str, &str)] = &[
     ("lb_search_new", "sched_balance_find_src_group"),
+    ("lb_search_new_entry", "sched_balance_find_src_group"),
     ("lb_search_old", "find_busiest_group"),
+    ("lb_search_old_entry", "find_busiest_group"),
     ("lb_detach", "detach_task"),
 ];
 
@@ -137,10 +139,12 @@ pub fn load_streams<'o>(
             bss.origin_on = 1;
         }
     }
-    let funcs = STREAMS
+    let mut funcs: Vec<String> = STREAMS
         .iter()
+        .chain(ORIGINS)
         .filter(|(p, _)| present.contains(p))
         .map(|(_, f)| f.to_string())
         .collect();
+    funcs.dedup();
     Ok((skel, funcs))
 }
