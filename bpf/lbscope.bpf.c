@@ -109,7 +109,8 @@ struct {
 	__type(value, struct cpu_ctx);
 } cpuctx SEC(".maps");
 
-/* Per rq CPU: last PELT emission time and last capacity sent; in folded mode also the
+/* Per rq CPU: last PELT emission time, load and runnable sent, and last capacity sent; in
+ * folded mode also the
  * newest nr_running, the last one sent and when, and whether the CPU runs a task (0 not seen
  * yet, 1 idle, 2 busy). Written under the rq's lock (nr_running) or on the CPU itself
  * (switch), which the kernel holds the lock for too. */
@@ -120,8 +121,20 @@ struct rq_state {
 	__u32 nr_now;
 	__u32 nr_sent;
 	__u32 busy;
+	__u32 pelt_load;
+	__u32 pelt_runnable;
 	__u32 pad;
 };
+
+/* Whether a PELT sum moved by a step since it was last sent: by more than a quarter and more
+ * than 64. Migrations attach or detach a task's whole load at once; the balancer sees such a
+ * step at once, so it is sent without waiting for the interval. */
+static __always_inline bool pelt_step(__u64 now, __u32 sent)
+{
+	__u64 hi = now > sent ? now : sent, d = now > sent ? now - sent : sent - now;
+
+	return d > 64 && d * 4 > hi;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -743,8 +756,8 @@ static __always_inline int h_pelt_cfs(const bool btf, __u64 ts, __u64 *ctx)
 	struct cfs_rq *cfs = (void *)ctx[0];
 	struct rq *rq = RD(btf, cfs, rq);
 	struct rq_state *st;
+	__u64 now, load, runnable;
 	__u32 cpu;
-	__u64 now;
 
 	/* Only the root cfs_rq of each CPU: &rq->cfs. */
 	if ((void *)cfs != (void *)rq + bpf_core_field_offset(struct rq, cfs))
@@ -754,12 +767,16 @@ static __always_inline int h_pelt_cfs(const bool btf, __u64 ts, __u64 *ctx)
 	if (!st)
 		return 0;
 	now = bpf_ktime_get_ns();
-	if (now - st->last_pelt_ts < pelt_interval_ns)
+	load = RD(btf, cfs, avg.load_avg);
+	runnable = RD(btf, cfs, avg.runnable_avg);
+	if (now - st->last_pelt_ts < pelt_interval_ns && !pelt_step(load, st->pelt_load) &&
+	    !pelt_step(runnable, st->pelt_runnable))
 		return 0;
 	st->last_pelt_ts = now;
+	st->pelt_load = load;
+	st->pelt_runnable = runnable;
 	/* util_avg (at most 1024 << SCHED_CAPACITY_SHIFT) low, util_est high. */
-	return emit_rq(btf, ts, rq, LBS_PELT, RD(btf, cfs, avg.load_avg),
-		       RD(btf, cfs, avg.runnable_avg),
+	return emit_rq(btf, ts, rq, LBS_PELT, load, runnable,
 		       (RD(btf, cfs, avg.util_avg) & 0xffffffff) |
 			       ((__u64)cfs_util_est(btf, cfs) << 32));
 }
