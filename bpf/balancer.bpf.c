@@ -20,8 +20,11 @@ __u64 calls[8] = {};
 /* Records the ring buffer could not take. */
 __u64 lost = 0;
 /* Set by user space once both origin hooks (the balancer softirq and the active-balance
- * stopper) are attached: only then does a record's origin say where its pass ran. */
+ * stopper) are attached: only then does a record's origin say where its pass ran. Until then,
+ * where user space will switch them on (origin_wanted, set before attaching), records are
+ * dropped rather than sent without their origin. */
 __u32 origin_on = 0;
+__u32 origin_wanted = 0;
 
 /* The per-CPU run queues, read at the balancer softirq's entry for the nohz kick it serves.
  * Weak: a kernel without the symbol still loads every other program. */
@@ -100,6 +103,9 @@ static __always_inline void search_entry(void)
 static __always_inline void emit_at(struct lb_env *env, __u32 pid, __u32 balanced, __u64 ts)
 {
 	struct lbs_balance *e;
+
+	if (origin_wanted && !origin_on)
+		return;
 
 	e = bpf_ringbuf_reserve(&balance_events, sizeof(*e), 0);
 	if (!e) {
@@ -244,6 +250,8 @@ int BPF_PROG(lb_active, void *data)
 	struct lbs_balance *e;
 
 	origin_set(LBS_BAL_STOPPER, 1);
+	if (origin_wanted && !origin_on)
+		return 0;
 	e = bpf_ringbuf_reserve(&balance_events, sizeof(*e), 0);
 	if (!e) {
 		__sync_fetch_and_add(&lost, 1);

@@ -132,6 +132,12 @@ pub fn load_streams<'o>(
         prog.set_autoload(on);
     }
     let mut skel = open.load().map_err(|e| e.to_string())?;
+    if origin_on {
+        // Records made while the programs attach one by one would lack their origin.
+        if let Some(bss) = skel.maps.bss_data.as_deref_mut() {
+            bss.origin_wanted = 1;
+        }
+    }
     use libbpf_rs::skel::Skel;
     skel.attach().map_err(|e| e.to_string())?;
     if origin_on {
