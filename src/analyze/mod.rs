@@ -337,6 +337,8 @@ impl Analyzer {
                 prev_state,
                 next_pid,
             } => {
+                self.model
+                    .stopper_switch(cpu, *prev_pid, *prev_state, *next_pid);
                 self.model.switched(cpu, *next_pid);
                 self.on_switch(ts, cpu, *prev_pid, *prev_state, *next_pid);
             }

@@ -38,6 +38,7 @@ use crate::topology::{IndexedTopology, LevelKind, Topology};
 use domains::DomainTable;
 use serde_json::json;
 use stats::CpuSample;
+use std::collections::HashSet;
 use task::TaskTable;
 
 /// The model's thresholds; every one is a `report`/`diff` flag.
@@ -102,6 +103,8 @@ pub struct IdleStretch {
 #[derive(Clone, Copy, Debug, Default)]
 struct CpuState {
     current: Option<Pid>,
+    /// The CPU's stopper thread is woken or running (it is not a CFS task).
+    stopper: bool,
     nr_running: Option<u32>,
     /// Balancer moves into this CPU since its last `NrRunning`: detach_tasks moves a batch
     /// before attach_tasks queues it, so `nr_running` lags by that many.
@@ -132,6 +135,7 @@ impl CpuState {
         let nr = self.nr_running();
         CpuSample {
             nr_running: nr,
+            not_cfs: u32::from(self.stopper),
             load_avg: self.load,
             runnable_avg: self.runnable,
             util_avg: self.util,
@@ -184,6 +188,8 @@ pub struct Model {
     /// is then settled by one count.
     llc_idle: Vec<u32>,
     tasks: TaskTable,
+    /// Pids of the CPUs' stopper threads (`migration/N`), which are not CFS tasks.
+    stoppers: HashSet<Pid>,
     log: FindingLog,
     /// Migrations into each domain (flat index) this interval.
     moves: Vec<u64>,
@@ -218,6 +224,7 @@ impl Model {
             cpus: vec![CpuState::default(); topo.nr_cpus],
             known_idle: CpuSet::new(),
             tasks: TaskTable::default(),
+            stoppers: HashSet::new(),
             moves: vec![0; n],
             prev_imbalance: vec![0; n],
             llc_level,
@@ -279,7 +286,14 @@ impl Model {
         let (t, cpu) = (ev.ts_ns, ev.cpu);
         self.tick(t);
         match &ev.kind {
-            EventKind::Switch { next_pid, .. } => self.switched(cpu, *next_pid),
+            EventKind::Switch {
+                prev_pid,
+                prev_state,
+                next_pid,
+            } => {
+                self.stopper_switch(cpu, *prev_pid, *prev_state, *next_pid);
+                self.switched(cpu, *next_pid)
+            }
             EventKind::Wakeup { pid, target_cpu } => self.woken(t, *pid, *target_cpu),
             EventKind::NrRunning { rq_cpu, nr_running } => self.nr_running(*rq_cpu, *nr_running),
             EventKind::Pelt {
@@ -313,8 +327,31 @@ impl Model {
     /// A `Wakeup` at `t` of `pid`, queued on `target`.
     #[inline]
     pub fn woken(&mut self, t: u64, pid: Pid, target: u32) {
+        if !self.stoppers.is_empty() && self.stoppers.contains(&pid) {
+            if let Some(c) = self.cpu_mut(target) {
+                c.stopper = true;
+            }
+        }
         self.check_wakeup(t, pid, target);
         self.tasks.place(pid, target);
+    }
+
+    /// The stopper's part of a `Switch` on `cpu`: it runs from its wakeup until it switches
+    /// out asleep (it never waits preempted: the stop class preempts every other).
+    #[inline]
+    pub fn stopper_switch(&mut self, cpu: u32, prev: Pid, prev_state: u32, next: Pid) {
+        if self.stoppers.is_empty() {
+            return;
+        }
+        let next_is = self.stoppers.contains(&next);
+        let prev_sleeps = prev_state != 0 && self.stoppers.contains(&prev);
+        if let Some(c) = self.cpu_mut(cpu) {
+            if next_is {
+                c.stopper = true;
+            } else if prev_sleeps {
+                c.stopper = false;
+            }
+        }
     }
 
     /// An `NrRunning` of `rq_cpu`.
@@ -375,7 +412,15 @@ impl Model {
                     c.capacity = Some(*capacity);
                 }
             }
-            EventKind::Task { pid, tgid, .. } => self.tasks.identify(*pid, *tgid),
+            EventKind::Task {
+                pid, tgid, comm, ..
+            } => {
+                // The per-CPU stopper threads are named by the kernel (cpu_stop_threads).
+                if comm.starts_with("migration/") {
+                    self.stoppers.insert(*pid);
+                }
+                self.tasks.identify(*pid, *tgid)
+            }
             EventKind::Affinity { pid, cpus } => self.tasks.set_allowed(*pid, cpus),
             EventKind::Cgroup { pid, id, path } => {
                 self.tasks.set_cgroup(*pid, *id);

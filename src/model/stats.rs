@@ -8,7 +8,9 @@
 //! integers in the kernel's units (SCHED_CAPACITY_SCALE = 1024).
 //!
 //! What cannot be seen from tracepoints is approximated, and said so:
-//! - h_nr_running (h_nr_runnable since 6.14) is taken equal to nr_running (all classes);
+//! - h_nr_running (h_nr_runnable since 6.14) is taken as nr_running less the CPU's stopper
+//!   thread (`migration/N`, the stop class) while it is woken or running: other RT and DL
+//!   tasks are not told apart from CFS ones;
 //! - util_est is unknown: util is the PELT util_avg clamped to the original capacity, which is
 //!   taken as max(1024, capacity);
 //! - sgc->imbalance (group `imbalanced`) and asym packing priorities are never known, so those
@@ -105,6 +107,9 @@ pub use crate::event::MigrationType;
 pub struct CpuSample {
     /// rq->nr_running (all classes).
     pub nr_running: u32,
+    /// Of those, tasks known not to be CFS tasks (the CPU's stopper thread), which
+    /// rq->cfs.h_nr_running leaves out.
+    pub not_cfs: u32,
     /// Root cfs_rq load_avg.
     pub load_avg: u64,
     /// Root cfs_rq runnable_avg.
@@ -124,6 +129,7 @@ impl Default for CpuSample {
     fn default() -> Self {
         CpuSample {
             nr_running: 0,
+            not_cfs: 0,
             load_avg: 0,
             runnable_avg: 0,
             util_avg: 0,
@@ -170,7 +176,7 @@ pub struct GroupStats {
     pub capacity: u64,
     /// sum_nr_running.
     pub nr_running: u64,
-    /// sum_h_nr_running (taken equal to nr_running).
+    /// sum_h_nr_running (nr_running less known stopper threads).
     pub h_nr_running: u64,
     /// idle_cpus.
     pub idle_cpus: u64,
@@ -218,7 +224,7 @@ pub fn group_stats(
         g.runnable += s.runnable_avg;
         g.capacity += s.capacity;
         g.nr_running += u64::from(s.nr_running);
-        g.h_nr_running += u64::from(s.nr_running);
+        g.h_nr_running += u64::from(s.nr_running.saturating_sub(s.not_cfs));
         g.weight += 1;
         if s.idle {
             g.idle_cpus += 1;

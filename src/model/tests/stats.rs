@@ -15,6 +15,7 @@ fn cpus(list: &str) -> CpuSet {
 
 fn busy(nr: u32, util: u64) -> CpuSample {
     CpuSample {
+        not_cfs: 0,
         nr_running: nr,
         load_avg: util * u64::from(nr.max(1)),
         runnable_avg: util * u64::from(nr.max(1)),
