@@ -428,6 +428,7 @@ mod lab_fixture {
     const OVERLOAD_61: &[u8] = include_bytes!("../../tests/fixtures/lab/6.1-4node-overload.lbs");
     const OVERLOAD_612: &[u8] =
         include_bytes!("../../tests/fixtures/lab/6.12-2s-smt-numa-overload.lbs");
+    const ACTIVE_612: &[u8] = include_bytes!("../../tests/fixtures/lab/6.12-4node-active.lbs");
 
     /// The goals on one validation: kappa >= 0.8 at every level with 50 searches; recall and
     /// precision >= 0.9 where 20 kernel (model) imbalances stand behind them; the migration
@@ -477,6 +478,7 @@ mod lab_fixture {
             (FOUR_NODE_61, ModelRules::V6_1, 2, false),
             (OVERLOAD_61, ModelRules::V6_1, 2, true),
             (OVERLOAD_612, ModelRules::V6_6Plus, 3, true),
+            (ACTIVE_612, ModelRules::V6_6Plus, 2, true),
         ] {
             let (h, v) = validated(bytes);
             let name = format!("{} on {} levels", h.kernel_release, h.topology.levels.len());
@@ -500,6 +502,19 @@ mod lab_fixture {
             miss.extend(goals(&name, &v));
         }
         assert!(miss.is_empty(), "{miss:#?}");
+    }
+
+    /// The balancer hooks tell all four balancer reasons apart in the active fixture, each
+    /// with enough pairs to judge, and the stack table agrees with every one.
+    #[test]
+    fn the_active_fixture_has_every_balancer_reason() {
+        let (_, v) = validated(ACTIVE_612);
+        for r in ["active_balance", "nohz_idle_balance", "periodic_balance"] {
+            let c = &v.reasons.by_reason[r];
+            assert!(c.pairs >= 10, "{r}: {c:?}");
+            assert_eq!(c.agreeing, c.pairs, "{r}: {c:?}");
+        }
+        assert!(v.reasons.by_reason["newidle_balance"].pairs > 0);
     }
 
     /// The overload fixtures exercise every migration type a symmetric machine has (misfit
