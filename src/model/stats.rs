@@ -294,12 +294,20 @@ pub fn pick_busiest(sg: &GroupStats, busiest: Option<&GroupStats>, p: &DomainPar
         }
         !(sg.idle_cpus == b.idle_cpus && sg.nr_running <= b.nr_running)
     };
+    let v6_1 = p.rules == ModelRules::V6_1;
     match sg.group_type {
         GroupType::Overloaded => sg.avg_load > b.avg_load,
         GroupType::Imbalanced | GroupType::AsymPacking => false,
+        // 6.1: `if (sgs->group_misfit_task_load < busiest->group_misfit_task_load) return
+        // false;` (a tie goes to the later group); 6.6+: `return sgs->... > busiest->...;`.
+        GroupType::MisfitTask if v6_1 => sg.misfit_task_load >= b.misfit_task_load,
         GroupType::MisfitTask => sg.misfit_task_load > b.misfit_task_load,
+        // 6.1: `if (sgs->avg_load <= busiest->avg_load) return false;`: avg_load is 0 for
+        // both, so the first group found stays.
+        GroupType::FullyBusy if v6_1 => sg.avg_load > b.avg_load,
         GroupType::FullyBusy => {
-            // avg_load is 0 for both: the later group wins unless the pick is an SMT core.
+            // 6.6+: on equal avg_load (0 for both) the later group wins, unless the current
+            // pick is an SMT core (`sds->busiest->flags & SD_SHARE_CPUCAPACITY`).
             !(sg.avg_load < b.avg_load || (sg.avg_load == b.avg_load && p.smt_groups))
         }
         GroupType::SmtBalance => {
