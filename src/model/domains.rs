@@ -3,7 +3,9 @@
 //! balancer's view of it from a set of per-CPU samples ([`DomainView`]).
 //!
 //! Invariants: `DomainTable::doms` lists the topology's domains level by level, bottom-up, in
-//! the topology's order, so a domain's flat index is `base[level] + index in level`.
+//! the topology's order, so a domain's flat index is `base[level] + index in level`. Groups keep
+//! the topology's order (by first CPU); the order the kernel visits them in from a destination
+//! CPU is kept beside them (`ModelDomain::ring`), built once with the table.
 //!
 //! The kernel balances a domain from one destination CPU at a time; a view has no such CPU, so
 //! it takes as local group the one an idle CPU would pull into: the group with the most idle
@@ -12,7 +14,7 @@
 
 use super::stats::{self, CpuSample, DomainParams, GroupStats, MigrationType, ModelRules};
 use crate::cpuset::CpuSet;
-use crate::topology::{IndexedTopology, LevelKind, Topology};
+use crate::topology::{first_holders, Domain, IndexedTopology, LevelKind, Topology, NOT_HELD};
 use serde::{Deserialize, Serialize};
 
 /// The balancer's view of one domain at an instant.
@@ -53,6 +55,14 @@ pub struct ModelDomain {
     pub cores: Vec<u64>,
     /// Kernel parameters.
     pub params: DomainParams,
+    /// The groups (indices into `groups`) around the kernel's ring, `sg->next` (see
+    /// [`ModelDomain::visit_order`]).
+    ring: Vec<u16>,
+    /// Each group's position in `ring`.
+    ring_pos: Vec<u16>,
+    /// The CPUs owning this domain whose own ring is not a rotation of `ring` (overlapping
+    /// NUMA domains of unusual CPU numberings only), with their visiting order.
+    own_orders: Vec<(usize, Vec<u16>)>,
 }
 
 /// Every domain of the topology with its parameters.
@@ -62,6 +72,58 @@ pub struct DomainTable {
     pub doms: Vec<ModelDomain>,
     /// Flat index of each level's first domain.
     pub base: Vec<usize>,
+}
+
+/// The groups in the order `for_each_cpu_wrap(i, span, start)` first meets them
+/// (build_sched_groups and build_overlap_sched_groups both walk the span that way);
+/// `group_of[cpu]` is the group holding `cpu`.
+fn wrap_order(span: &CpuSet, group_of: &[u32], nr_groups: usize, start: usize) -> Vec<u16> {
+    let mut seen = vec![false; nr_groups];
+    let mut out = Vec::new();
+    let from_start = span.iter().filter(|&c| c >= start);
+    for c in from_start.chain(span.iter().filter(|&c| c < start)) {
+        let Some(&g) = group_of.get(c).filter(|&&g| g != NOT_HELD) else {
+            continue;
+        };
+        if !std::mem::replace(&mut seen[g as usize], true) {
+            out.push(g as u16);
+        }
+    }
+    out
+}
+
+/// The kernel's ring of a domain's groups and the CPUs whose ring differs from it (see
+/// [`ModelDomain::visit_order`]): `(ring, positions in it, own orders)`.
+#[allow(clippy::type_complexity)]
+fn rings(d: &Domain, overlap: bool) -> (Vec<u16>, Vec<u16>, Vec<(usize, Vec<u16>)>) {
+    let group_of = first_holders(&d.groups);
+    let n = d.groups.len();
+    // Non-overlapping levels share one set of group structures among the span's CPUs, and
+    // each CPU's build_sched_groups rewrites their `next` links: the last CPU built (the
+    // highest, for_each_cpu(i, cpu_map)) leaves its ring.
+    let last = d.span.iter().last().unwrap_or(0);
+    let ring = match (overlap, d.cpus.first()) {
+        (true, Some(first)) => wrap_order(&d.span, &group_of, n, first),
+        _ => wrap_order(&d.span, &group_of, n, last),
+    };
+    let mut pos = vec![0u16; n];
+    for (i, &g) in ring.iter().enumerate() {
+        pos[g as usize] = i as u16;
+    }
+    let mut own = Vec::new();
+    if overlap {
+        // Overlapping levels build a ring per CPU, from that CPU.
+        for c in d.cpus.iter() {
+            let order = wrap_order(&d.span, &group_of, n, c);
+            let Some(&g0) = order.first() else { continue };
+            let at = pos[g0 as usize] as usize;
+            let rotated = ring[at..].iter().chain(&ring[..at]);
+            if order.len() != ring.len() || !order.iter().eq(rotated) {
+                own.push((c, order));
+            }
+        }
+    }
+    (ring, pos, own)
 }
 
 /// SD_SHARE_LLC: set by sd_init on SMT, CLS and MC.
@@ -121,6 +183,8 @@ impl DomainTable {
                 imb_numa_nr: imb[li],
                 rules,
             };
+            // SDTL_OVERLAP: the NUMA levels above NODE (sched_init_numa).
+            let overlap = level.kind == LevelKind::Numa && level.name != "NODE";
             for d in &level.domains {
                 let cores = d
                     .groups
@@ -132,6 +196,7 @@ impl DomainTable {
                         _ => g.len() as u64,
                     })
                     .collect();
+                let (ring, ring_pos, own_orders) = rings(d, overlap);
                 doms.push(ModelDomain {
                     level: li,
                     key: level.key.clone(),
@@ -139,6 +204,9 @@ impl DomainTable {
                     groups: d.groups.clone(),
                     cores,
                     params,
+                    ring,
+                    ring_pos,
+                    own_orders,
                 });
             }
         }
@@ -157,12 +225,37 @@ impl ModelDomain {
         self.groups.iter().position(|g| g.contains(cpu))
     }
 
-    /// One balance pass into group `local` (`dst_idle`: env->idle != CPU_NOT_IDLE): every
-    /// group's statistics and the decision (sched_balance_find_src_group and
-    /// calculate_imbalance).
+    /// The order update_sd_lb_stats visits the groups in for `dst_cpu` in group `local`:
+    /// from `sd->groups` along `sg->next`. `sd->groups` is the destination's own group
+    /// (build_sched_groups: `sd->groups = first`, the group of the CPU built from), and the
+    /// ring follows `for_each_cpu_wrap(i, span, cpu)`; update_sd_pick_busiest keeps the first
+    /// of equal groups, so this order settles ties. `dst_cpu` `None`: a rotation of the ring
+    /// from `local`.
+    pub fn visit_order(
+        &self,
+        dst_cpu: Option<usize>,
+        local: usize,
+    ) -> impl Iterator<Item = usize> + '_ {
+        let own = dst_cpu
+            .filter(|_| !self.own_orders.is_empty())
+            .and_then(|c| self.own_orders.iter().find(|o| o.0 == c));
+        let (head, tail): (&[u16], &[u16]) = match own {
+            Some((_, order)) => (order, &[]),
+            None => {
+                let at = self.ring_pos.get(local).map_or(0, |&p| p as usize);
+                (&self.ring[at..], &self.ring[..at])
+            }
+        };
+        head.iter().chain(tail).map(|&g| g as usize)
+    }
+
+    /// One balance pass of `dst_cpu` (`None`: any CPU of the group) into group `local`
+    /// (`dst_idle`: env->idle != CPU_NOT_IDLE): every group's statistics and the decision
+    /// (sched_balance_find_src_group and calculate_imbalance).
     pub fn decide(
         &self,
         samples: &[CpuSample],
+        dst_cpu: Option<usize>,
         local: usize,
         dst_idle: bool,
     ) -> (Vec<GroupStats>, stats::Decision) {
@@ -188,7 +281,8 @@ impl ModelDomain {
                 migration_type: None,
             }
         } else {
-            stats::decide(&groups, local, &self.params, dst_idle)
+            let order = self.visit_order(dst_cpu, local);
+            stats::decide(&groups, order, local, &self.params, dst_idle)
         };
         (groups, d)
     }
@@ -208,7 +302,7 @@ impl ModelDomain {
             .groups
             .get(local)
             .is_some_and(|g| g.iter().any(|c| sample(c).idle));
-        let (groups, d) = self.decide(samples, local, dst_idle);
+        let (groups, d) = self.decide(samples, None, local, dst_idle);
         DomainView {
             level: self.key.clone(),
             span: self.span,

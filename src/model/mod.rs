@@ -407,7 +407,8 @@ impl Model {
         })?;
         let dom = &self.table.doms[self.table.index(&self.topo, level, cpu)?];
         let local = dom.group_of(cpu)?;
-        let (groups, decision) = dom.decide(&self.samples(), local, idle != CpuIdleType::NotIdle);
+        let dst_idle = idle != CpuIdleType::NotIdle;
+        let (groups, decision) = dom.decide(&self.samples(), Some(cpu), local, dst_idle);
         Some(BalancePass {
             level,
             local,

@@ -372,10 +372,19 @@ pub fn adjust_numa_imbalance(imbalance: u64, dst_running: u64, imb_numa_nr: u64)
 }
 
 /// sched_balance_find_src_group (find_busiest_group) then calculate_imbalance, for the
-/// destination in group `local`. `groups` must all be classified with that `local`.
-pub fn decide(groups: &[GroupStats], local: usize, p: &DomainParams, dst_idle: bool) -> Decision {
+/// destination in group `local`. `groups` must all be classified with that `local`; `order`
+/// is the order update_sd_lb_stats visits them in (indices into `groups`, from the local group
+/// around the kernel's ring), which settles ties between equal candidates.
+pub fn decide(
+    groups: &[GroupStats],
+    order: impl IntoIterator<Item = usize>,
+    local: usize,
+    p: &DomainParams,
+    dst_idle: bool,
+) -> Decision {
     let mut busiest: Option<usize> = None;
-    for (i, g) in groups.iter().enumerate() {
+    for i in order {
+        let Some(g) = groups.get(i) else { continue };
         if i != local && pick_busiest(g, busiest.map(|b| &groups[b]), p) {
             busiest = Some(i);
         }

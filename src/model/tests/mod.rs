@@ -4,4 +4,5 @@
 
 mod findings;
 mod lab;
+mod rules;
 mod stats;

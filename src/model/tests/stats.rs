@@ -236,61 +236,6 @@ fn update_sd_pick_busiest_ties() {
     assert!(!pick_busiest(&full, Some(&full.clone()), &smt));
 }
 
-/// update_sd_pick_busiest on equal candidates of the same type, per release (avg_load is
-/// only computed for overloaded groups, so two fully_busy groups always tie at 0).
-#[test]
-fn update_sd_pick_busiest_ties_by_release() {
-    let mut p = params(117);
-    let full = group_stats(
-        &cpus("0-1"),
-        &[busy(1, 1000), busy(1, 1000)],
-        1,
-        &p,
-        false,
-        false,
-    );
-    assert_eq!((full.group_type, full.avg_load), (GroupType::FullyBusy, 0));
-    let mut s = busy(1, 500);
-    s.capacity = 800;
-    let misfit = group_stats(&cpus("0"), &[s], 1, &p, false, true);
-    assert_eq!(misfit.group_type, GroupType::MisfitTask);
-
-    // 6.6+ (6.12 fair.c):
-    //   case group_misfit_task:
-    //       return sgs->group_misfit_task_load > busiest->group_misfit_task_load;
-    //   case group_fully_busy:
-    //       if (sgs->avg_load < busiest->avg_load) return false;
-    //       if (sgs->avg_load == busiest->avg_load) {
-    //           if (sds->busiest->flags & SD_SHARE_CPUCAPACITY) return false;
-    //       }
-    //       break;          -> return true
-    // A fully_busy tie goes to the later group unless the pick is an SMT core; a misfit tie
-    // keeps the first.
-    assert!(pick_busiest(&full, Some(&full.clone()), &p));
-    p.smt_groups = true;
-    assert!(!pick_busiest(&full, Some(&full.clone()), &p));
-    p.smt_groups = false;
-    assert!(!pick_busiest(&misfit, Some(&misfit.clone()), &p));
-
-    // 6.1 fair.c:
-    //   case group_misfit_task:
-    //       if (sgs->group_misfit_task_load < busiest->group_misfit_task_load)
-    //           return false;
-    //       break;          -> return true
-    //   case group_fully_busy:
-    //       if (sgs->avg_load <= busiest->avg_load) return false;
-    // A fully_busy tie keeps the first group found (SMT or not); a misfit tie goes to the
-    // later group.
-    p.rules = ModelRules::V6_1;
-    assert!(!pick_busiest(&full, Some(&full.clone()), &p));
-    p.smt_groups = true;
-    assert!(!pick_busiest(&full, Some(&full.clone()), &p));
-    assert!(pick_busiest(&misfit, Some(&misfit.clone()), &p));
-    let mut less = misfit.clone();
-    less.misfit_task_load -= 1;
-    assert!(!pick_busiest(&less, Some(&misfit), &p));
-}
-
 #[test]
 fn calculate_imbalance_smt_balance_and_6_1_sibling() {
     // LLC of two SMT cores: core 0-1 idle (local), core 2-3 runs two tasks.
@@ -306,7 +251,7 @@ fn calculate_imbalance_smt_balance_and_6_1_sibling() {
             group_stats(&cpus("2-3"), &s, 1, p, false, true),
         ]
     };
-    let d = decide(&g(&p), 0, &p, true);
+    let d = decide(&g(&p), [0, 1], 0, &p, true);
     assert_eq!(
         (d.busiest, d.imbalance, d.migration_type),
         (Some(1), 1, Some(MigrationType::Task))
@@ -314,7 +259,7 @@ fn calculate_imbalance_smt_balance_and_6_1_sibling() {
     // 6.1: busiest has_spare; find_busiest_group forces since busiest.nr (2) > local.nr + 1;
     // calculate_imbalance: prefer_sibling -> nr difference 2, halved -> 1 task.
     p.rules = ModelRules::V6_1;
-    let d = decide(&g(&p), 0, &p, true);
+    let d = decide(&g(&p), [0, 1], 0, &p, true);
     assert_eq!(g(&p)[1].group_type, GroupType::HasSpare);
     assert_eq!(
         (d.imbalance, d.migration_type),

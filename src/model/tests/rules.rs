@@ -1,0 +1,158 @@
+//! Rules that differ between releases or hang on details of the kernel's data structures
+//! (the order of a domain's groups, unsigned arithmetic), each worked from the kernel source
+//! of the release named: 6.1 for `ModelRules::V6_1`, 6.12 for `ModelRules::V6_6Plus`.
+
+use crate::cpuset::CpuSet;
+use crate::model::domains::DomainTable;
+use crate::model::stats::{
+    group_stats, pick_busiest, CpuSample, DomainParams, GroupType, ModelRules,
+};
+use crate::topology::Topology;
+
+fn cpus(list: &str) -> CpuSet {
+    CpuSet::parse_list(list).unwrap()
+}
+
+fn busy(nr: u32, util: u64) -> CpuSample {
+    CpuSample {
+        nr_running: nr,
+        load_avg: util * u64::from(nr.max(1)),
+        runnable_avg: util * u64::from(nr.max(1)),
+        util_avg: util,
+        util_est: 0,
+        capacity: 1024,
+        idle: false,
+    }
+}
+
+fn idle() -> CpuSample {
+    CpuSample::default()
+}
+
+fn params(pct: u64) -> DomainParams {
+    DomainParams {
+        imbalance_pct: pct,
+        share_llc: true,
+        numa: false,
+        prefer_sibling: false,
+        smt_groups: false,
+        imb_numa_nr: 0,
+        rules: ModelRules::V6_6Plus,
+    }
+}
+
+/// update_sd_pick_busiest on equal candidates of the same type, per release (avg_load is
+/// only computed for overloaded groups, so two fully_busy groups always tie at 0).
+#[test]
+fn update_sd_pick_busiest_ties_by_release() {
+    let mut p = params(117);
+    let full = group_stats(
+        &cpus("0-1"),
+        &[busy(1, 1000), busy(1, 1000)],
+        1,
+        &p,
+        false,
+        false,
+    );
+    assert_eq!((full.group_type, full.avg_load), (GroupType::FullyBusy, 0));
+    let mut s = busy(1, 500);
+    s.capacity = 800;
+    let misfit = group_stats(&cpus("0"), &[s], 1, &p, false, true);
+    assert_eq!(misfit.group_type, GroupType::MisfitTask);
+
+    // 6.6+ (6.12 fair.c):
+    //   case group_misfit_task:
+    //       return sgs->group_misfit_task_load > busiest->group_misfit_task_load;
+    //   case group_fully_busy:
+    //       if (sgs->avg_load < busiest->avg_load) return false;
+    //       if (sgs->avg_load == busiest->avg_load) {
+    //           if (sds->busiest->flags & SD_SHARE_CPUCAPACITY) return false;
+    //       }
+    //       break;          -> return true
+    // A fully_busy tie goes to the later group unless the pick is an SMT core; a misfit tie
+    // keeps the first.
+    assert!(pick_busiest(&full, Some(&full.clone()), &p));
+    p.smt_groups = true;
+    assert!(!pick_busiest(&full, Some(&full.clone()), &p));
+    p.smt_groups = false;
+    assert!(!pick_busiest(&misfit, Some(&misfit.clone()), &p));
+
+    // 6.1 fair.c:
+    //   case group_misfit_task:
+    //       if (sgs->group_misfit_task_load < busiest->group_misfit_task_load)
+    //           return false;
+    //       break;          -> return true
+    //   case group_fully_busy:
+    //       if (sgs->avg_load <= busiest->avg_load) return false;
+    // A fully_busy tie keeps the first group found (SMT or not); a misfit tie goes to the
+    // later group.
+    p.rules = ModelRules::V6_1;
+    assert!(!pick_busiest(&full, Some(&full.clone()), &p));
+    p.smt_groups = true;
+    assert!(!pick_busiest(&full, Some(&full.clone()), &p));
+    assert!(pick_busiest(&misfit, Some(&misfit.clone()), &p));
+    let mut less = misfit.clone();
+    less.misfit_task_load -= 1;
+    assert!(!pick_busiest(&less, Some(&misfit), &p));
+}
+
+/// The order update_sd_lb_stats visits groups in (6.1 and 6.12 alike):
+///   struct sched_group *sg = env->sd->groups;
+///   do { ... sg = sg->next; } while (sg != env->sd->groups);
+/// and build_sched_groups(sd, cpu) / build_overlap_sched_groups(sd, cpu):
+///   for_each_cpu_wrap(i, span, cpu) { ... if (!first) first = sg; ... last->next = sg; }
+///   sd->groups = first;
+/// so from the destination's own group around the span, wrapping.
+#[test]
+fn groups_are_visited_from_the_local_group_around_the_span() {
+    let flat = DomainTable::new(&Topology::synthetic_flat(4), ModelRules::V6_6Plus);
+    let d = &flat.doms[0];
+    let order = |cpu: usize| -> Vec<usize> {
+        let local = d.group_of(cpu).unwrap();
+        d.visit_order(Some(cpu), local).collect()
+    };
+    assert_eq!(order(0), [0, 1, 2, 3]);
+    assert_eq!(order(2), [2, 3, 0, 1]);
+    assert_eq!(order(3), [3, 0, 1, 2]);
+
+    // SMT siblings numbered n and n + 8 (the 2s-smt-numa fixture): the LLC 0-3,8-11 has the
+    // cores {0,8} {1,9} {2,10} {3,11}. From CPU 9: 9 -> {1,9}, 10 -> {2,10}, 11 -> {3,11},
+    // then 0 -> {0,8}.
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/sysfs/2s-smt-numa");
+    let topo = Topology::from_root(&root).unwrap();
+    let t = DomainTable::new(&topo, ModelRules::V6_6Plus);
+    let llc = topo.level_by_key("llc").unwrap();
+    let d = &t.doms[t.base[llc]];
+    assert_eq!(d.span, cpus("0-3,8-11"));
+    let local = d.group_of(9).unwrap();
+    let got: Vec<CpuSet> = d.visit_order(Some(9), local).map(|g| d.groups[g]).collect();
+    assert_eq!(got, [cpus("1,9"), cpus("2,10"), cpus("3,11"), cpus("0,8")]);
+    // The NUMA level (SD_OVERLAP, a ring per CPU): from CPU 12, node 1 then node 0.
+    let numa = topo.level_by_key("numa").unwrap();
+    let d = &t.doms[t.base[numa]];
+    let local = d.group_of(12).unwrap();
+    let got: Vec<CpuSet> = d
+        .visit_order(Some(12), local)
+        .map(|g| d.groups[g])
+        .collect();
+    assert_eq!(got, [cpus("4-7,12-15"), cpus("0-3,8-11")]);
+}
+
+/// Ties between equal busiest candidates go by that order. Four single-CPU groups of an LLC;
+/// CPU 2 is newly idle, CPUs 0, 1 and 3 each run one task at util 1000: three fully_busy
+/// groups (nr == weight, capacity·100 = 102400 <= util·pct = 117000). CPU 2 visits 2, 3, 0, 1.
+#[test]
+fn fully_busy_ties_follow_the_visiting_order() {
+    let s = [busy(1, 1000), busy(1, 1000), idle(), busy(1, 1000)];
+    let busiest = |rules| {
+        let t = DomainTable::new(&Topology::synthetic_flat(4), rules);
+        let (groups, d) = t.doms[0].decide(&s, Some(2), 2, true);
+        assert_eq!(groups[3].group_type, GroupType::FullyBusy);
+        d.busiest
+    };
+    // 6.1: `if (sgs->avg_load <= busiest->avg_load) return false;`: the first found, CPU 3.
+    assert_eq!(busiest(ModelRules::V6_1), Some(3));
+    // 6.12: equal avg_load and the pick is not SMT -> `break;` -> true: the last, CPU 1.
+    assert_eq!(busiest(ModelRules::V6_6Plus), Some(1));
+}
