@@ -477,6 +477,11 @@ fn calculate_imbalance(
         let mut imb = if b.weight == 1 || p.prefer_sibling {
             sibling_imbalance(b, l, dst_idle, p.rules)
         } else {
+            // max_t(long, 0, (local->idle_cpus - busiest->idle_cpus)) on unsigned ints would
+            // wrap, but only prefer_sibling-less domains with groups of several CPUs get here,
+            // and those reach this point only when local has more idle CPUs (the NUMA levels
+            // above another NUMA level send an overloaded busiest to migrate_util and need
+            // local idle > busiest idle + 1 otherwise).
             l.idle_cpus.saturating_sub(b.idle_cpus)
         };
         if p.numa {
@@ -491,8 +496,13 @@ fn calculate_imbalance(
             return out(0, MigrationType::Load);
         }
     }
-    let imb = (b.avg_load.saturating_sub(sd_avg) * b.capacity)
-        .min(sd_avg.saturating_sub(local_avg) * l.capacity)
+    // The kernel's unsigned long arithmetic: the guards above (here and in decide) keep
+    // local below the domain average, but nothing keeps busiest above it (a non-overloaded
+    // group may carry more load per capacity than the busiest overloaded one). Then
+    // busiest->avg_load - sds->avg_load wraps to a huge value, min() takes the local side,
+    // and the kernel pulls.
+    let imb = (b.avg_load.wrapping_sub(sd_avg).wrapping_mul(b.capacity))
+        .min(sd_avg.wrapping_sub(local_avg).wrapping_mul(l.capacity))
         / CAPACITY_SCALE;
     out(imb, MigrationType::Load)
 }

@@ -5,7 +5,7 @@
 use crate::cpuset::CpuSet;
 use crate::model::domains::DomainTable;
 use crate::model::stats::{
-    group_stats, pick_busiest, CpuSample, DomainParams, GroupType, ModelRules,
+    group_stats, pick_busiest, CpuSample, DomainParams, GroupType, MigrationType, ModelRules,
 };
 use crate::topology::Topology;
 
@@ -155,4 +155,64 @@ fn fully_busy_ties_follow_the_visiting_order() {
     assert_eq!(busiest(ModelRules::V6_1), Some(3));
     // 6.12: equal avg_load and the pick is not SMT -> `break;` -> true: the last, CPU 1.
     assert_eq!(busiest(ModelRules::V6_6Plus), Some(1));
+}
+
+/// calculate_imbalance's load case (6.1 and 6.12 alike):
+///   if (local->group_type < group_overloaded) {
+///       local->avg_load = (local->group_load * SCHED_CAPACITY_SCALE) / local->group_capacity;
+///       if (local->avg_load >= busiest->avg_load) { env->imbalance = 0; return; }
+///       sds->avg_load = (sds->total_load * SCHED_CAPACITY_SCALE) / sds->total_capacity;
+///       if (local->avg_load >= sds->avg_load) { env->imbalance = 0; return; }
+///   }
+///   env->migration_type = migrate_load;
+///   env->imbalance = min((busiest->avg_load - sds->avg_load) * busiest->group_capacity,
+///                        (sds->avg_load - local->avg_load) * local->group_capacity)
+///                    / SCHED_CAPACITY_SCALE;
+/// with unsigned long avg_load: nothing keeps busiest above the domain average, and then the
+/// first term wraps to a huge value and min() takes the second.
+#[test]
+fn load_imbalance_wraps_when_busiest_is_below_the_domain_average() {
+    // Three single-CPU groups of an LLC, dst CPU 0 busy. CPU 1 is the only overloaded group
+    // (2 tasks, util 1024: capacity·100 = 102400 < util·pct = 119808), avg_load 1100. CPU 2
+    // runs one heavy task (load 5000, util 1000: fully_busy), CPU 0 one light task.
+    let fully_busy = |load| CpuSample {
+        load_avg: load,
+        ..busy(1, 1000)
+    };
+    let mut over = busy(2, 1024);
+    over.load_avg = 1100;
+    for rules in [ModelRules::V6_1, ModelRules::V6_6Plus] {
+        let t = DomainTable::new(&Topology::synthetic_flat(3), rules);
+        // Local fully_busy, avg_load 500 < busiest 1100; sds->avg_load =
+        // (500 + 1100 + 5000)·1024 / 3072 = 2200 > 500: both guards pass.
+        // imbalance = min((1100 - 2200) wrapped · 1024, (2200 - 500) · 1024) / 1024 = 1700.
+        let s = [fully_busy(500), over, fully_busy(5000)];
+        let (g, d) = t.doms[0].decide(&s, Some(0), 0, false);
+        assert_eq!(
+            [g[0].group_type, g[1].group_type, g[2].group_type],
+            [
+                GroupType::FullyBusy,
+                GroupType::Overloaded,
+                GroupType::FullyBusy
+            ]
+        );
+        assert_eq!(
+            (d.busiest, d.imbalance, d.migration_type),
+            (Some(1), 1700, Some(MigrationType::Load)),
+            "{rules:?}"
+        );
+        // Local overloaded too (2 tasks, load 600): find_busiest_group's guards pass
+        // (600 < 1100, 600 < sds avg (600 + 1100 + 5000)·1024 / 3072 = 2233,
+        // 100·1100 > 117·600), and calculate_imbalance takes (2233 - 600)·1024 / 1024.
+        let mut local = busy(2, 1024);
+        local.load_avg = 600;
+        let s = [local, over, fully_busy(5000)];
+        let (g, d) = t.doms[0].decide(&s, Some(0), 0, false);
+        assert_eq!(g[0].group_type, GroupType::Overloaded);
+        assert_eq!(
+            (d.busiest, d.imbalance, d.migration_type),
+            (Some(1), 1633, Some(MigrationType::Load)),
+            "{rules:?}"
+        );
+    }
 }
