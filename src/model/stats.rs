@@ -9,8 +9,11 @@
 //!
 //! What cannot be seen from tracepoints is approximated, and said so:
 //! - h_nr_running (h_nr_runnable since 6.14) is taken equal to nr_running (all classes);
-//! - util_est is unknown: util is the PELT util_avg clamped to the original capacity, which is
-//!   taken as max(1024, capacity);
+//! - util is cpu_util_cfs under UTIL_EST (on by default): max(util_avg, util_est) of the root
+//!   cfs_rq, both from the last `Pelt` event (util_est is `util_est.enqueued` before 6.9),
+//!   clamped to the original capacity, taken as max(1024, capacity). `Pelt` events are
+//!   rate-limited PELT updates, so util_est may lag an enqueue or dequeue; recordings made
+//!   before util_est was recorded carry none, and util is then util_avg alone;
 //! - sgc->imbalance (group `imbalanced`) and asym packing priorities are never known, so those
 //!   two group types are never produced;
 //! - misfit uses the non-asym-capacity rule only (a single task on a CPU whose capacity is
@@ -111,7 +114,7 @@ pub struct CpuSample {
     pub runnable_avg: u64,
     /// Root cfs_rq util_avg.
     pub util_avg: u64,
-    /// Root cfs_rq util_est (0 when unknown).
+    /// Root cfs_rq util_est (0 when the recording does not have it).
     pub util_est: u64,
     /// rq->cpu_capacity (1024 when never seen).
     pub capacity: u64,
@@ -162,7 +165,7 @@ pub struct GroupStats {
     pub group_type: GroupType,
     /// group_load: Σ load_avg.
     pub load: u64,
-    /// group_util: Σ min(util_avg, original capacity).
+    /// group_util: Σ min(max(util_avg, util_est), original capacity).
     pub util: u64,
     /// group_runnable: Σ runnable_avg.
     pub runnable: u64,
