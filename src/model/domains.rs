@@ -14,7 +14,9 @@
 
 use super::stats::{self, CpuSample, DomainParams, GroupStats, MigrationType, ModelRules};
 use crate::cpuset::CpuSet;
-use crate::topology::{first_holders, Domain, IndexedTopology, LevelKind, Topology, NOT_HELD};
+use crate::topology::{
+    first_holders, Domain, IndexedTopology, Level, LevelKind, Topology, NOT_HELD,
+};
 use serde::{Deserialize, Serialize};
 
 /// The balancer's view of one domain at an instant.
@@ -131,61 +133,69 @@ fn shares_llc(kind: LevelKind) -> bool {
     matches!(kind, LevelKind::Smt | LevelKind::Cluster | LevelKind::Llc)
 }
 
-/// sd->imb_numa_nr of every level (topology.c, build_sched_domains): set on the first level
-/// above the LLC from the number of LLCs it holds, and scaled above by span / first NUMA span.
-fn imb_numa_nr(topo: &Topology) -> Vec<u64> {
-    let weight = |li: usize| topo.levels[li].domains.first().map_or(1, |d| d.span.len()) as u64;
-    let n = topo.levels.len();
-    let mut out = vec![0; n];
-    let Some(first) = (1..n)
-        .find(|&li| !shares_llc(topo.levels[li].kind) && shares_llc(topo.levels[li - 1].kind))
-    else {
-        return out;
+/// SD_NUMA (and SDTL_OVERLAP): the NUMA levels above NODE. sched_init_numa gives only those
+/// `.sd_flags = cpu_numa_flags, .flags = SDTL_OVERLAP`; NODE, the node itself, gets neither,
+/// so sd_init treats it as a plain level (PREFER_SIBLING kept, cache_nice_tries 1).
+pub(crate) fn sd_numa(level: &Level) -> bool {
+    level.kind == LevelKind::Numa && level.name != "NODE"
+}
+
+/// sd->imb_numa_nr of the domain `cpu` owns at level `li` (build_sched_domains), computed as
+/// the kernel does on its whole hierarchy, before degenerate domains are dropped (the topology
+/// has dropped them). The first level that does not share the LLC while its child does is PKG
+/// (`cpu_cpu_mask`, the node), or NODE when the node lies inside the package: the node, or
+/// the LLC if larger, either way. There `nr_llcs = span / LLC span`, imb = nr_llcs, or span >>
+/// 3 for a single LLC, at least 1; the levels above scale it by max(1, span / span of the
+/// first SD_NUMA level above it (NODE is not one), or of the node without one).
+fn imb_numa_nr(topo: &Topology, li: usize, cpu: usize) -> u64 {
+    let Some(llc) = topo.levels.iter().rposition(|l| shares_llc(l.kind)) else {
+        return 0;
     };
-    let nr_llcs = weight(first) / weight(first - 1).max(1);
-    let imb = if nr_llcs == 1 {
-        weight(first) >> 3
-    } else {
-        nr_llcs
+    if li <= llc {
+        return 0;
     }
-    .max(1);
-    let imb_span = (first + 1..n)
-        .find(|&li| topo.levels[li].kind == LevelKind::Numa)
-        .map_or(weight(first), weight)
+    let weight = |l: usize| topo.span(l, cpu).map_or(1, |s| s.len()) as u64;
+    let llc_span = topo.span(llc, cpu).unwrap_or_default();
+    let node = topo
+        .node_of(cpu)
+        .map_or(topo.online, |n| topo.numa_nodes[n]);
+    let first = node.or(&llc_span).len() as u64;
+    let nr_llcs = first / (llc_span.len() as u64).max(1);
+    let imb = if nr_llcs == 1 { first >> 3 } else { nr_llcs }.max(1);
+    let imb_span = (llc + 1..topo.levels.len())
+        .find(|&l| sd_numa(&topo.levels[l]))
+        .map_or(first, weight)
         .max(1);
-    out[first] = imb;
-    for (li, o) in out.iter_mut().enumerate().skip(first + 1) {
-        *o = imb * (weight(li) / imb_span).max(1);
-    }
-    out
+    imb * (weight(li) / imb_span).max(1)
 }
 
 impl DomainTable {
     /// The table of `topo` under `rules`.
     pub fn new(topo: &Topology, rules: ModelRules) -> DomainTable {
-        let imb = imb_numa_nr(topo);
         let smt_level = topo.levels.first().filter(|l| l.kind == LevelKind::Smt);
         let mut doms = Vec::new();
         let mut base = Vec::new();
         for (li, level) in topo.levels.iter().enumerate() {
             base.push(doms.len());
-            let child = li.checked_sub(1).map(|c| topo.levels[c].kind);
-            let params = DomainParams {
+            let child = li.checked_sub(1).map(|c| &topo.levels[c]);
+            let mut params = DomainParams {
                 imbalance_pct: if level.kind == LevelKind::Smt {
                     110
                 } else {
                     117
                 },
                 share_llc: shares_llc(level.kind),
-                numa: level.kind == LevelKind::Numa,
-                prefer_sibling: child.is_some_and(|k| k != LevelKind::Numa),
-                smt_groups: child == Some(LevelKind::Smt),
-                imb_numa_nr: imb[li],
+                numa: sd_numa(level),
+                // sd_init clears SD_PREFER_SIBLING only with SD_NUMA (6.1 reads the child's
+                // flag, 6.6+ the busiest group's, which holds its child's flags).
+                prefer_sibling: child.is_some_and(|c| !sd_numa(c)),
+                smt_groups: child.is_some_and(|c| c.kind == LevelKind::Smt),
+                imb_numa_nr: 0,
                 rules,
             };
-            // SDTL_OVERLAP: the NUMA levels above NODE (sched_init_numa).
-            let overlap = level.kind == LevelKind::Numa && level.name != "NODE";
+            let overlap = sd_numa(level);
             for d in &level.domains {
+                params.imb_numa_nr = d.cpus.first().map_or(0, |cpu| imb_numa_nr(topo, li, cpu));
                 let cores = d
                     .groups
                     .iter()

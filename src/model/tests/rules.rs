@@ -7,7 +7,7 @@ use crate::model::domains::DomainTable;
 use crate::model::stats::{
     group_stats, pick_busiest, CpuSample, DomainParams, GroupType, MigrationType, ModelRules,
 };
-use crate::topology::Topology;
+use crate::topology::{LevelKind, Topology};
 
 fn cpus(list: &str) -> CpuSet {
     CpuSet::parse_list(list).unwrap()
@@ -212,6 +212,53 @@ fn load_imbalance_wraps_when_busiest_is_below_the_domain_average() {
         assert_eq!(
             (d.busiest, d.imbalance, d.migration_type),
             (Some(1), 1633, Some(MigrationType::Load)),
+            "{rules:?}"
+        );
+    }
+}
+
+/// sched_init_numa (6.1 and 6.12 alike) gives the NUMA levels their flags, but not NODE:
+///   tl[i++] = (struct sched_domain_topology_level){ .mask = sd_numa_mask, .numa_level = 0,
+///                                                   SD_INIT_NAME(NODE) };
+///   for (j = 1; j < nr_levels; i++, j++)
+///       tl[i] = ... { .sd_flags = cpu_numa_flags, .flags = SDTL_OVERLAP, ... SD_INIT_NAME(NUMA) };
+/// so sd_init keeps SD_PREFER_SIBLING on NODE (`} else if (sd->flags & SD_NUMA) { ...
+/// sd->flags &= ~SD_PREFER_SIBLING;` does not apply) and calculate_imbalance's
+/// `if (env->sd->flags & SD_NUMA) env->imbalance = adjust_numa_imbalance(...)` skips it.
+/// imb_numa_nr: the first level above the LLC is NODE here (NUMA inside the package, no PKG):
+/// `nr_llcs = sd->span_weight / child->span_weight` = 8 / 4 = 2 -> imb 2; NUMA: 2 ·
+/// max(1, 16 / 16).
+#[test]
+fn node_is_not_an_sd_numa_level() {
+    let topo = Topology::synthetic(
+        &[
+            (LevelKind::Llc, "MC", 4),
+            (LevelKind::Numa, "NODE", 8),
+            (LevelKind::Numa, "NUMA", 16),
+        ],
+        16,
+    );
+    for rules in [ModelRules::V6_1, ModelRules::V6_6Plus] {
+        let t = DomainTable::new(&topo, rules);
+        let (node, numa) = (&t.doms[t.base[1]].params, &t.doms[t.base[2]].params);
+        assert!(!node.numa && node.prefer_sibling && !node.share_llc);
+        assert_eq!(node.imb_numa_nr, 2);
+        // NUMA's child is NODE, which keeps SD_PREFER_SIBLING.
+        assert!(numa.numa && numa.prefer_sibling);
+        assert_eq!(numa.imb_numa_nr, 2);
+
+        // NODE 0-7, groups LLC 0-3 (two tasks) and 4-7 (idle, dst CPU 4 idle). Both has_spare;
+        // prefer_sibling and nr 2 > 0 + 1 (6.1) / sibling_imbalance 2 - 0 = 2 > 1 (6.12, equal
+        // core counts) force it; calculate_imbalance: prefer_sibling -> 2 tasks, no
+        // adjust_numa_imbalance at a level without SD_NUMA, >>= 1 -> 1 task. (With SD_NUMA,
+        // adjust_numa_imbalance(2, 0 + 1, 2) would have made it 0.)
+        let mut s = vec![busy(1, 300), busy(1, 300)];
+        s.extend(vec![idle(); 14]);
+        let d = &t.doms[t.base[1]];
+        let (_, dec) = d.decide(&s, Some(4), 1, true);
+        assert_eq!(
+            (dec.busiest, dec.imbalance, dec.migration_type),
+            (Some(0), 1, Some(MigrationType::Task)),
             "{rules:?}"
         );
     }

@@ -64,8 +64,11 @@ fn rules_follow_the_kernel_release() {
 
 #[test]
 fn sd_init_parameters() {
-    // sd_init: imbalance_pct 110 at SMT (SD_SHARE_CPUCAPACITY), 117 elsewhere; imb_numa_nr
-    // on the first level above the LLC = number of LLCs it holds (16 / 8 = 2).
+    // sd_init: imbalance_pct 110 at SMT (SD_SHARE_CPUCAPACITY), 117 elsewhere. imb_numa_nr
+    // (build_sched_domains, on the hierarchy before degenerate domains go): the first level
+    // above the LLC is PKG, the node (8 CPUs here): `nr_llcs = sd->span_weight /
+    // child->span_weight` = 1, so `imb = sd->span_weight >> 3` = 1; NUMA scales it by
+    // max(1, 16 / first SD_NUMA span 16) = 1.
     let t = DomainTable::new(&topo16(), ModelRules::V6_6Plus);
     let pct: Vec<(String, u64, u64)> = t
         .doms
@@ -74,7 +77,7 @@ fn sd_init_parameters() {
         .collect();
     assert_eq!(pct[0], ("smt".into(), 110, 0));
     assert_eq!(pct[8], ("llc".into(), 117, 0));
-    assert_eq!(pct[10], ("numa".into(), 117, 2));
+    assert_eq!(pct[10], ("numa".into(), 117, 1));
     assert!(t.doms[10].params.numa && !t.doms[10].params.share_llc);
     assert!(
         t.doms[10].params.prefer_sibling,
@@ -364,20 +367,25 @@ fn sd_init_parameters_of_the_sysfs_fixtures() {
     type Want = (&'static str, u64, u64, bool, &'static [u64]);
     let cases: [(&str, &[Want]); 3] = [
         (
+            // imb_numa_nr is computed before degenerate domains go: the first level above the
+            // LLC is PKG (the node, 8 CPUs = 1 LLC): imb = 8 >> 3 = 1; numa scales it by
+            // 16 / first SD_NUMA span (16) = 1.
             "2s-smt-numa",
             &[
                 ("smt", 110, 0, false, &[1, 1]),
                 ("llc", 117, 0, true, &[1, 1, 1, 1]),
-                ("numa", 117, 2, true, &[4, 4]),
+                ("numa", 117, 1, true, &[4, 4]),
             ],
         ),
         (
-            // numa (8 CPUs, 2 LLCs): imb 2; numa2 scales by 16 / first NUMA span (16) = 1 and
-            // loses prefer_sibling (its child is a NUMA domain).
+            // The first level above the LLC is PKG (the node, 4 CPUs = 1 LLC): imb = max(1,
+            // 4 >> 3) = 1; the first SD_NUMA level is numa (8 CPUs; NODE, degenerate here, is
+            // not SD_NUMA): numa 1 · max(1, 8 / 8) = 1, numa2 1 · 16 / 8 = 2. numa2 loses
+            // prefer_sibling (its child is an SD_NUMA domain).
             "4node-numa",
             &[
                 ("llc", 117, 0, false, &[1, 1, 1, 1]),
-                ("numa", 117, 2, true, &[4, 4]),
+                ("numa", 117, 1, true, &[4, 4]),
                 ("numa2", 117, 2, false, &[8, 8]),
             ],
         ),
