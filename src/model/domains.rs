@@ -3,7 +3,9 @@
 //! balancer's view of it from a set of per-CPU samples ([`DomainView`]).
 //!
 //! Invariants: `DomainTable::doms` lists the topology's domains level by level, bottom-up, in
-//! the topology's order, so a domain's flat index is `base[level] + index in level`.
+//! the topology's order, so a domain's flat index is `base[level] + index in level`. Groups keep
+//! the topology's order (by first CPU); the order the kernel visits them in from a destination
+//! CPU is kept beside them (`ModelDomain::ring`), built once with the table.
 //!
 //! The kernel balances a domain from one destination CPU at a time; a view has no such CPU, so
 //! it takes as local group the one an idle CPU would pull into: the group with the most idle
@@ -12,7 +14,9 @@
 
 use super::stats::{self, CpuSample, DomainParams, GroupStats, MigrationType, ModelRules};
 use crate::cpuset::CpuSet;
-use crate::topology::{IndexedTopology, LevelKind, Topology};
+use crate::topology::{
+    first_holders, Domain, IndexedTopology, Level, LevelKind, Topology, NOT_HELD,
+};
 use serde::{Deserialize, Serialize};
 
 /// The balancer's view of one domain at an instant.
@@ -53,6 +57,14 @@ pub struct ModelDomain {
     pub cores: Vec<u64>,
     /// Kernel parameters.
     pub params: DomainParams,
+    /// The groups (indices into `groups`) around the kernel's ring, `sg->next` (see
+    /// [`ModelDomain::visit_order`]).
+    ring: Vec<u16>,
+    /// Each group's position in `ring`.
+    ring_pos: Vec<u16>,
+    /// The CPUs owning this domain whose own ring is not a rotation of `ring` (overlapping
+    /// NUMA domains of unusual CPU numberings only), with their visiting order.
+    own_orders: Vec<(usize, Vec<u16>)>,
 }
 
 /// Every domain of the topology with its parameters.
@@ -64,73 +76,126 @@ pub struct DomainTable {
     pub base: Vec<usize>,
 }
 
+/// The groups in the order `for_each_cpu_wrap(i, span, start)` first meets them
+/// (build_sched_groups and build_overlap_sched_groups both walk the span that way);
+/// `group_of[cpu]` is the group holding `cpu`.
+fn wrap_order(span: &CpuSet, group_of: &[u32], nr_groups: usize, start: usize) -> Vec<u16> {
+    let mut seen = vec![false; nr_groups];
+    let mut out = Vec::new();
+    let from_start = span.iter().filter(|&c| c >= start);
+    for c in from_start.chain(span.iter().filter(|&c| c < start)) {
+        let Some(&g) = group_of.get(c).filter(|&&g| g != NOT_HELD) else {
+            continue;
+        };
+        if !std::mem::replace(&mut seen[g as usize], true) {
+            out.push(g as u16);
+        }
+    }
+    out
+}
+
+/// The kernel's ring of a domain's groups and the CPUs whose ring differs from it (see
+/// [`ModelDomain::visit_order`]): `(ring, positions in it, own orders)`.
+#[allow(clippy::type_complexity)]
+fn rings(d: &Domain, overlap: bool) -> (Vec<u16>, Vec<u16>, Vec<(usize, Vec<u16>)>) {
+    let group_of = first_holders(&d.groups);
+    let n = d.groups.len();
+    // Non-overlapping levels share one set of group structures among the span's CPUs, and
+    // each CPU's build_sched_groups rewrites their `next` links: the last CPU built (the
+    // highest, for_each_cpu(i, cpu_map)) leaves its ring.
+    let last = d.span.iter().last().unwrap_or(0);
+    let ring = match (overlap, d.cpus.first()) {
+        (true, Some(first)) => wrap_order(&d.span, &group_of, n, first),
+        _ => wrap_order(&d.span, &group_of, n, last),
+    };
+    let mut pos = vec![0u16; n];
+    for (i, &g) in ring.iter().enumerate() {
+        pos[g as usize] = i as u16;
+    }
+    let mut own = Vec::new();
+    if overlap {
+        // Overlapping levels build a ring per CPU, from that CPU.
+        for c in d.cpus.iter() {
+            let order = wrap_order(&d.span, &group_of, n, c);
+            let Some(&g0) = order.first() else { continue };
+            let at = pos[g0 as usize] as usize;
+            let rotated = ring[at..].iter().chain(&ring[..at]);
+            if order.len() != ring.len() || !order.iter().eq(rotated) {
+                own.push((c, order));
+            }
+        }
+    }
+    (ring, pos, own)
+}
+
 /// SD_SHARE_LLC: set by sd_init on SMT, CLS and MC.
 fn shares_llc(kind: LevelKind) -> bool {
     matches!(kind, LevelKind::Smt | LevelKind::Cluster | LevelKind::Llc)
 }
 
-/// sd->imb_numa_nr of every level (topology.c, build_sched_domains). The kernel sets it
-/// before degenerate levels are dropped, so on the whole chain SMT, CLS, MC, PKG (whose span
-/// is the node: `cpu_cpu_mask`), NODE, NUMA...: the first level that does not share the LLC
-/// while its child does is PKG (NODE where x86 drops PKG for NUMA-in-package), which spans
-/// one node whether or not it survives; there `imb` is the node's LLC count, or an eighth of
-/// the node when it holds one LLC (at least 1). Each level above gets `imb` times its span
-/// over the span of the first SD_NUMA level (NODE has no SD_NUMA flag), at least once.
-/// So on a machine whose nodes are one LLC each, a NUMA domain's imb_numa_nr is an eighth of
-/// a node, not its node count.
-fn imb_numa_nr(topo: &Topology) -> Vec<u64> {
-    let weight = |li: usize| topo.levels[li].domains.first().map_or(1, |d| d.span.len()) as u64;
-    let n = topo.levels.len();
-    let mut out = vec![0; n];
-    let llc = (0..n).rev().find(|&li| shares_llc(topo.levels[li].kind));
-    let llc_w = llc.map_or(1, weight).max(1);
-    let first_cpu = topo.online.iter().next();
-    let node_w = first_cpu
-        .and_then(|c| topo.node_of(c))
-        .and_then(|nd| topo.numa_nodes.get(nd))
-        .map_or(0, |s| s.len() as u64)
-        .max(llc_w);
-    let nr_llcs = node_w / llc_w;
-    let imb = if nr_llcs == 1 { node_w >> 3 } else { nr_llcs }.max(1);
-    let imb_span = (0..n)
-        .filter(|&li| topo.levels[li].kind == LevelKind::Numa)
-        .map(weight)
-        .find(|&w| w > node_w)
-        .unwrap_or(node_w)
-        .max(1);
-    for (li, o) in out.iter_mut().enumerate() {
-        if llc.is_some_and(|l| li <= l) || shares_llc(topo.levels[li].kind) {
-            continue;
-        }
-        *o = imb * (weight(li) / imb_span).max(1);
+/// SD_NUMA (and SDTL_OVERLAP): the NUMA levels above NODE. sched_init_numa gives only those
+/// `.sd_flags = cpu_numa_flags, .flags = SDTL_OVERLAP`; NODE, the node itself, gets neither,
+/// so sd_init treats it as a plain level (PREFER_SIBLING kept, cache_nice_tries 1).
+pub(crate) fn sd_numa(level: &Level) -> bool {
+    level.kind == LevelKind::Numa && level.name != "NODE"
+}
+
+/// sd->imb_numa_nr of the domain `cpu` owns at level `li` (build_sched_domains), computed as
+/// the kernel does on its whole hierarchy, before degenerate domains are dropped (the topology
+/// has dropped them). The first level that does not share the LLC while its child does is PKG
+/// (`cpu_cpu_mask`, the node), or NODE when the node lies inside the package: the node, or
+/// the LLC if larger, either way. There `nr_llcs = span / LLC span`, imb = nr_llcs, or span >>
+/// 3 for a single LLC, at least 1; the levels above scale it by max(1, span / span of the
+/// first SD_NUMA level above it (NODE is not one), or of the node without one).
+fn imb_numa_nr(topo: &Topology, li: usize, cpu: usize) -> u64 {
+    let Some(llc) = topo.levels.iter().rposition(|l| shares_llc(l.kind)) else {
+        return 0;
+    };
+    if li <= llc {
+        return 0;
     }
-    out
+    let weight = |l: usize| topo.span(l, cpu).map_or(1, |s| s.len()) as u64;
+    let llc_span = topo.span(llc, cpu).unwrap_or_default();
+    let node = topo
+        .node_of(cpu)
+        .map_or(topo.online, |n| topo.numa_nodes[n]);
+    let first = node.or(&llc_span).len() as u64;
+    let nr_llcs = first / (llc_span.len() as u64).max(1);
+    let imb = if nr_llcs == 1 { first >> 3 } else { nr_llcs }.max(1);
+    let imb_span = (llc + 1..topo.levels.len())
+        .find(|&l| sd_numa(&topo.levels[l]))
+        .map_or(first, weight)
+        .max(1);
+    imb * (weight(li) / imb_span).max(1)
 }
 
 impl DomainTable {
     /// The table of `topo` under `rules`.
     pub fn new(topo: &Topology, rules: ModelRules) -> DomainTable {
-        let imb = imb_numa_nr(topo);
         let smt_level = topo.levels.first().filter(|l| l.kind == LevelKind::Smt);
         let mut doms = Vec::new();
         let mut base = Vec::new();
         for (li, level) in topo.levels.iter().enumerate() {
             base.push(doms.len());
-            let child = li.checked_sub(1).map(|c| topo.levels[c].kind);
-            let params = DomainParams {
+            let child = li.checked_sub(1).map(|c| &topo.levels[c]);
+            let mut params = DomainParams {
                 imbalance_pct: if level.kind == LevelKind::Smt {
                     110
                 } else {
                     117
                 },
                 share_llc: shares_llc(level.kind),
-                numa: level.kind == LevelKind::Numa,
-                prefer_sibling: child.is_some_and(|k| k != LevelKind::Numa),
-                smt_groups: child == Some(LevelKind::Smt),
-                imb_numa_nr: imb[li],
+                numa: sd_numa(level),
+                // sd_init clears SD_PREFER_SIBLING only with SD_NUMA (6.1 reads the child's
+                // flag, 6.6+ the busiest group's, which holds its child's flags).
+                prefer_sibling: child.is_some_and(|c| !sd_numa(c)),
+                smt_groups: child.is_some_and(|c| c.kind == LevelKind::Smt),
+                imb_numa_nr: 0,
                 rules,
             };
+            let overlap = sd_numa(level);
             for d in &level.domains {
+                params.imb_numa_nr = d.cpus.first().map_or(0, |cpu| imb_numa_nr(topo, li, cpu));
                 let cores = d
                     .groups
                     .iter()
@@ -141,6 +206,7 @@ impl DomainTable {
                         _ => g.len() as u64,
                     })
                     .collect();
+                let (ring, ring_pos, own_orders) = rings(d, overlap);
                 doms.push(ModelDomain {
                     level: li,
                     key: level.key.clone(),
@@ -148,6 +214,9 @@ impl DomainTable {
                     groups: d.groups.clone(),
                     cores,
                     params,
+                    ring,
+                    ring_pos,
+                    own_orders,
                 });
             }
         }
@@ -166,12 +235,37 @@ impl ModelDomain {
         self.groups.iter().position(|g| g.contains(cpu))
     }
 
-    /// One balance pass into group `local` (`dst_idle`: env->idle != CPU_NOT_IDLE): every
-    /// group's statistics and the decision (sched_balance_find_src_group and
-    /// calculate_imbalance).
+    /// The order update_sd_lb_stats visits the groups in for `dst_cpu` in group `local`:
+    /// from `sd->groups` along `sg->next`. `sd->groups` is the destination's own group
+    /// (build_sched_groups: `sd->groups = first`, the group of the CPU built from), and the
+    /// ring follows `for_each_cpu_wrap(i, span, cpu)`; update_sd_pick_busiest keeps the first
+    /// of equal groups, so this order settles ties. `dst_cpu` `None`: a rotation of the ring
+    /// from `local`.
+    pub fn visit_order(
+        &self,
+        dst_cpu: Option<usize>,
+        local: usize,
+    ) -> impl Iterator<Item = usize> + '_ {
+        let own = dst_cpu
+            .filter(|_| !self.own_orders.is_empty())
+            .and_then(|c| self.own_orders.iter().find(|o| o.0 == c));
+        let (head, tail): (&[u16], &[u16]) = match own {
+            Some((_, order)) => (order, &[]),
+            None => {
+                let at = self.ring_pos.get(local).map_or(0, |&p| p as usize);
+                (&self.ring[at..], &self.ring[..at])
+            }
+        };
+        head.iter().chain(tail).map(|&g| g as usize)
+    }
+
+    /// One balance pass of `dst_cpu` (`None`: any CPU of the group) into group `local`
+    /// (`dst_idle`: env->idle != CPU_NOT_IDLE): every group's statistics and the decision
+    /// (sched_balance_find_src_group and calculate_imbalance).
     pub fn decide(
         &self,
         samples: &[CpuSample],
+        dst_cpu: Option<usize>,
         local: usize,
         dst_idle: bool,
     ) -> (Vec<GroupStats>, stats::Decision) {
@@ -197,7 +291,8 @@ impl ModelDomain {
                 migration_type: None,
             }
         } else {
-            stats::decide(&groups, local, &self.params, dst_idle)
+            let order = self.visit_order(dst_cpu, local);
+            stats::decide(&groups, order, local, &self.params, dst_idle)
         };
         (groups, d)
     }
@@ -217,7 +312,7 @@ impl ModelDomain {
             .groups
             .get(local)
             .is_some_and(|g| g.iter().any(|c| sample(c).idle));
-        let (groups, d) = self.decide(samples, local, dst_idle);
+        let (groups, d) = self.decide(samples, None, local, dst_idle);
         DomainView {
             level: self.key.clone(),
             span: self.span,

@@ -452,7 +452,8 @@ impl Model {
         })?;
         let dom = &self.table.doms[self.table.index(&self.topo, level, cpu)?];
         let local = dom.group_of(cpu)?;
-        let (groups, decision) = dom.decide(&self.samples(), local, idle != CpuIdleType::NotIdle);
+        let dst_idle = idle != CpuIdleType::NotIdle;
+        let (groups, decision) = dom.decide(&self.samples(), Some(cpu), local, dst_idle);
         Some(BalancePass {
             level,
             local,
@@ -475,9 +476,10 @@ impl Model {
     /// tick kicks the nohz balancer (`nohz_balancer_kick`), and the tick rate is not in the
     /// event stream.
     pub fn missed_pull_ns(&self, level: usize, span: &CpuSet) -> u64 {
-        let tries = match self.topo.levels.get(level).map(|l| l.kind) {
-            Some(LevelKind::Smt) => 0,
-            Some(LevelKind::Numa) => 2,
+        // sd_init: 0 at SMT, 2 with SD_NUMA (not NODE, see domains::sd_numa), else 1.
+        let tries = match self.topo.levels.get(level) {
+            Some(l) if l.kind == LevelKind::Smt => 0,
+            Some(l) if domains::sd_numa(l) => 2,
             _ => 1,
         };
         let ms = self

@@ -11,8 +11,12 @@
 //! - h_nr_running (h_nr_runnable since 6.14) is taken as nr_running less the CPU's stopper
 //!   thread (`migration/N`, the stop class) while it is woken or running: other RT and DL
 //!   tasks are not told apart from CFS ones;
-//! - util_est is unknown: util is the PELT util_avg clamped to the original capacity, which is
-//!   taken as max(1024, capacity);
+//! - util is cpu_util_cfs under UTIL_EST (on by default): max(util_avg, util_est) of the root
+//!   cfs_rq, both from the last `Pelt` event (util_est is `util_est.enqueued` before 6.9),
+//!   clamped to the original capacity, taken as max(1024, capacity). `Pelt` events are
+//!   sampled PELT updates (every 4 ms per CPU, and at once on a step), so util_est may lag an
+//!   enqueue or dequeue; recordings made before util_est was recorded carry none, and util is
+//!   then util_avg alone;
 //! - sgc->imbalance (group `imbalanced`) and asym packing priorities are never known, so those
 //!   two group types are never produced;
 //! - misfit uses the non-asym-capacity rule only (a single task on a CPU whose capacity is
@@ -116,7 +120,7 @@ pub struct CpuSample {
     pub runnable_avg: u64,
     /// Root cfs_rq util_avg.
     pub util_avg: u64,
-    /// Root cfs_rq util_est (0 when unknown).
+    /// Root cfs_rq util_est (0 when the recording does not have it).
     pub util_est: u64,
     /// rq->cpu_capacity (1024 when never seen).
     pub capacity: u64,
@@ -168,7 +172,7 @@ pub struct GroupStats {
     pub group_type: GroupType,
     /// group_load: Σ load_avg.
     pub load: u64,
-    /// group_util: Σ min(util_avg, original capacity).
+    /// group_util: Σ min(max(util_avg, util_est), original capacity).
     pub util: u64,
     /// group_runnable: Σ runnable_avg.
     pub runnable: u64,
@@ -300,12 +304,20 @@ pub fn pick_busiest(sg: &GroupStats, busiest: Option<&GroupStats>, p: &DomainPar
         }
         !(sg.idle_cpus == b.idle_cpus && sg.nr_running <= b.nr_running)
     };
+    let v6_1 = p.rules == ModelRules::V6_1;
     match sg.group_type {
         GroupType::Overloaded => sg.avg_load > b.avg_load,
         GroupType::Imbalanced | GroupType::AsymPacking => false,
+        // 6.1: `if (sgs->group_misfit_task_load < busiest->group_misfit_task_load) return
+        // false;` (a tie goes to the later group); 6.6+: `return sgs->... > busiest->...;`.
+        GroupType::MisfitTask if v6_1 => sg.misfit_task_load >= b.misfit_task_load,
         GroupType::MisfitTask => sg.misfit_task_load > b.misfit_task_load,
+        // 6.1: `if (sgs->avg_load <= busiest->avg_load) return false;`: avg_load is 0 for
+        // both, so the first group found stays.
+        GroupType::FullyBusy if v6_1 => sg.avg_load > b.avg_load,
         GroupType::FullyBusy => {
-            // avg_load is 0 for both: the later group wins unless the pick is an SMT core.
+            // 6.6+: on equal avg_load (0 for both) the later group wins, unless the current
+            // pick is an SMT core (`sds->busiest->flags & SD_SHARE_CPUCAPACITY`).
             !(sg.avg_load < b.avg_load || (sg.avg_load == b.avg_load && p.smt_groups))
         }
         GroupType::SmtBalance => {
@@ -370,10 +382,19 @@ pub fn adjust_numa_imbalance(imbalance: u64, dst_running: u64, imb_numa_nr: u64)
 }
 
 /// sched_balance_find_src_group (find_busiest_group) then calculate_imbalance, for the
-/// destination in group `local`. `groups` must all be classified with that `local`.
-pub fn decide(groups: &[GroupStats], local: usize, p: &DomainParams, dst_idle: bool) -> Decision {
+/// destination in group `local`. `groups` must all be classified with that `local`; `order`
+/// is the order update_sd_lb_stats visits them in (indices into `groups`, from the local group
+/// around the kernel's ring), which settles ties between equal candidates.
+pub fn decide(
+    groups: &[GroupStats],
+    order: impl IntoIterator<Item = usize>,
+    local: usize,
+    p: &DomainParams,
+    dst_idle: bool,
+) -> Decision {
     let mut busiest: Option<usize> = None;
-    for (i, g) in groups.iter().enumerate() {
+    for i in order {
+        let Some(g) = groups.get(i) else { continue };
         if i != local && pick_busiest(g, busiest.map(|b| &groups[b]), p) {
             busiest = Some(i);
         }
@@ -466,6 +487,11 @@ fn calculate_imbalance(
         let mut imb = if b.weight == 1 || p.prefer_sibling {
             sibling_imbalance(b, l, dst_idle, p.rules)
         } else {
+            // max_t(long, 0, (local->idle_cpus - busiest->idle_cpus)) on unsigned ints would
+            // wrap, but only prefer_sibling-less domains with groups of several CPUs get here,
+            // and those reach this point only when local has more idle CPUs (the NUMA levels
+            // above another NUMA level send an overloaded busiest to migrate_util and need
+            // local idle > busiest idle + 1 otherwise).
             l.idle_cpus.saturating_sub(b.idle_cpus)
         };
         if p.numa {
@@ -480,8 +506,13 @@ fn calculate_imbalance(
             return out(0, MigrationType::Load);
         }
     }
-    let imb = (b.avg_load.saturating_sub(sd_avg) * b.capacity)
-        .min(sd_avg.saturating_sub(local_avg) * l.capacity)
+    // The kernel's unsigned long arithmetic: the guards above (here and in decide) keep
+    // local below the domain average, but nothing keeps busiest above it (a non-overloaded
+    // group may carry more load per capacity than the busiest overloaded one). Then
+    // busiest->avg_load - sds->avg_load wraps to a huge value, min() takes the local side,
+    // and the kernel pulls.
+    let imb = (b.avg_load.wrapping_sub(sd_avg).wrapping_mul(b.capacity))
+        .min(sd_avg.wrapping_sub(local_avg).wrapping_mul(l.capacity))
         / CAPACITY_SCALE;
     out(imb, MigrationType::Load)
 }

@@ -66,9 +66,10 @@ fn rules_follow_the_kernel_release() {
 #[test]
 fn sd_init_parameters() {
     // sd_init: imbalance_pct 110 at SMT (SD_SHARE_CPUCAPACITY), 117 elsewhere. imb_numa_nr
-    // (build_sched_domains, before degenerate levels go): the first level above MC is PKG,
-    // spanning the node (cpu_cpu_mask), here one 8-CPU LLC: nr_llcs 1, so imb = 8 >> 3 = 1;
-    // NUMA gets imb * max(1, 16 / 16) = 1.
+    // (build_sched_domains, on the hierarchy before degenerate domains go): the first level
+    // above the LLC is PKG, the node (8 CPUs here): `nr_llcs = sd->span_weight /
+    // child->span_weight` = 1, so `imb = sd->span_weight >> 3` = 1; NUMA scales it by
+    // max(1, 16 / first SD_NUMA span 16) = 1.
     let t = DomainTable::new(&topo16(), ModelRules::V6_6Plus);
     let pct: Vec<(String, u64, u64)> = t
         .doms
@@ -254,7 +255,7 @@ fn calculate_imbalance_smt_balance_and_6_1_sibling() {
             group_stats(&cpus("2-3"), &s, 1, p, false, true),
         ]
     };
-    let d = decide(&g(&p), 0, &p, true);
+    let d = decide(&g(&p), [0, 1], 0, &p, true);
     assert_eq!(
         (d.busiest, d.imbalance, d.migration_type),
         (Some(1), 1, Some(MigrationType::Task))
@@ -262,7 +263,7 @@ fn calculate_imbalance_smt_balance_and_6_1_sibling() {
     // 6.1: busiest has_spare; find_busiest_group forces since busiest.nr (2) > local.nr + 1;
     // calculate_imbalance: prefer_sibling -> nr difference 2, halved -> 1 task.
     p.rules = ModelRules::V6_1;
-    let d = decide(&g(&p), 0, &p, true);
+    let d = decide(&g(&p), [0, 1], 0, &p, true);
     assert_eq!(g(&p)[1].group_type, GroupType::HasSpare);
     assert_eq!(
         (d.imbalance, d.migration_type),
@@ -370,6 +371,9 @@ fn sd_init_parameters_of_the_sysfs_fixtures() {
     type Want = (&'static str, u64, u64, bool, &'static [u64]);
     let cases: [(&str, &[Want]); 3] = [
         (
+            // imb_numa_nr is computed before degenerate domains go: the first level above the
+            // LLC is PKG (the node, 8 CPUs = 1 LLC): imb = 8 >> 3 = 1; numa scales it by
+            // 16 / first SD_NUMA span (16) = 1.
             "2s-smt-numa",
             &[
                 ("smt", 110, 0, false, &[1, 1]),
@@ -378,8 +382,10 @@ fn sd_init_parameters_of_the_sysfs_fixtures() {
             ],
         ),
         (
-            // Nodes of 4 CPUs, one LLC each: imb 1 on numa (8 CPUs, the first SD_NUMA span);
-            // numa2 scales by 16 / 8 = 2 and loses prefer_sibling (its child is a NUMA domain).
+            // The first level above the LLC is PKG (the node, 4 CPUs = 1 LLC): imb = max(1,
+            // 4 >> 3) = 1; the first SD_NUMA level is numa (8 CPUs; NODE, degenerate here, is
+            // not SD_NUMA): numa 1 · max(1, 8 / 8) = 1, numa2 1 · 16 / 8 = 2. numa2 loses
+            // prefer_sibling (its child is an SD_NUMA domain).
             "4node-numa",
             &[
                 ("llc", 117, 0, false, &[1, 1, 1, 1]),

@@ -1,0 +1,266 @@
+//! Rules that differ between releases or hang on details of the kernel's data structures
+//! (the order of a domain's groups, unsigned arithmetic), each worked from the kernel source
+//! of the release named: 6.1 for `ModelRules::V6_1`, 6.12 for `ModelRules::V6_6Plus`.
+
+use crate::cpuset::CpuSet;
+use crate::model::domains::DomainTable;
+use crate::model::stats::{
+    group_stats, pick_busiest, CpuSample, DomainParams, GroupType, MigrationType, ModelRules,
+};
+use crate::topology::{LevelKind, Topology};
+
+fn cpus(list: &str) -> CpuSet {
+    CpuSet::parse_list(list).unwrap()
+}
+
+fn busy(nr: u32, util: u64) -> CpuSample {
+    CpuSample {
+        nr_running: nr,
+        not_cfs: 0,
+        load_avg: util * u64::from(nr.max(1)),
+        runnable_avg: util * u64::from(nr.max(1)),
+        util_avg: util,
+        util_est: 0,
+        capacity: 1024,
+        idle: false,
+    }
+}
+
+fn idle() -> CpuSample {
+    CpuSample::default()
+}
+
+fn params(pct: u64) -> DomainParams {
+    DomainParams {
+        imbalance_pct: pct,
+        share_llc: true,
+        numa: false,
+        prefer_sibling: false,
+        smt_groups: false,
+        imb_numa_nr: 0,
+        rules: ModelRules::V6_6Plus,
+    }
+}
+
+/// update_sd_pick_busiest on equal candidates of the same type, per release (avg_load is
+/// only computed for overloaded groups, so two fully_busy groups always tie at 0).
+#[test]
+fn update_sd_pick_busiest_ties_by_release() {
+    let mut p = params(117);
+    let full = group_stats(
+        &cpus("0-1"),
+        &[busy(1, 1000), busy(1, 1000)],
+        1,
+        &p,
+        false,
+        false,
+    );
+    assert_eq!((full.group_type, full.avg_load), (GroupType::FullyBusy, 0));
+    let mut s = busy(1, 500);
+    s.capacity = 800;
+    let misfit = group_stats(&cpus("0"), &[s], 1, &p, false, true);
+    assert_eq!(misfit.group_type, GroupType::MisfitTask);
+
+    // 6.6+ (6.12 fair.c):
+    //   case group_misfit_task:
+    //       return sgs->group_misfit_task_load > busiest->group_misfit_task_load;
+    //   case group_fully_busy:
+    //       if (sgs->avg_load < busiest->avg_load) return false;
+    //       if (sgs->avg_load == busiest->avg_load) {
+    //           if (sds->busiest->flags & SD_SHARE_CPUCAPACITY) return false;
+    //       }
+    //       break;          -> return true
+    // A fully_busy tie goes to the later group unless the pick is an SMT core; a misfit tie
+    // keeps the first.
+    assert!(pick_busiest(&full, Some(&full.clone()), &p));
+    p.smt_groups = true;
+    assert!(!pick_busiest(&full, Some(&full.clone()), &p));
+    p.smt_groups = false;
+    assert!(!pick_busiest(&misfit, Some(&misfit.clone()), &p));
+
+    // 6.1 fair.c:
+    //   case group_misfit_task:
+    //       if (sgs->group_misfit_task_load < busiest->group_misfit_task_load)
+    //           return false;
+    //       break;          -> return true
+    //   case group_fully_busy:
+    //       if (sgs->avg_load <= busiest->avg_load) return false;
+    // A fully_busy tie keeps the first group found (SMT or not); a misfit tie goes to the
+    // later group.
+    p.rules = ModelRules::V6_1;
+    assert!(!pick_busiest(&full, Some(&full.clone()), &p));
+    p.smt_groups = true;
+    assert!(!pick_busiest(&full, Some(&full.clone()), &p));
+    assert!(pick_busiest(&misfit, Some(&misfit.clone()), &p));
+    let mut less = misfit.clone();
+    less.misfit_task_load -= 1;
+    assert!(!pick_busiest(&less, Some(&misfit), &p));
+}
+
+/// The order update_sd_lb_stats visits groups in (6.1 and 6.12 alike):
+///   struct sched_group *sg = env->sd->groups;
+///   do { ... sg = sg->next; } while (sg != env->sd->groups);
+/// and build_sched_groups(sd, cpu) / build_overlap_sched_groups(sd, cpu):
+///   for_each_cpu_wrap(i, span, cpu) { ... if (!first) first = sg; ... last->next = sg; }
+///   sd->groups = first;
+/// so from the destination's own group around the span, wrapping.
+#[test]
+fn groups_are_visited_from_the_local_group_around_the_span() {
+    let flat = DomainTable::new(&Topology::synthetic_flat(4), ModelRules::V6_6Plus);
+    let d = &flat.doms[0];
+    let order = |cpu: usize| -> Vec<usize> {
+        let local = d.group_of(cpu).unwrap();
+        d.visit_order(Some(cpu), local).collect()
+    };
+    assert_eq!(order(0), [0, 1, 2, 3]);
+    assert_eq!(order(2), [2, 3, 0, 1]);
+    assert_eq!(order(3), [3, 0, 1, 2]);
+
+    // SMT siblings numbered n and n + 8 (the 2s-smt-numa fixture): the LLC 0-3,8-11 has the
+    // cores {0,8} {1,9} {2,10} {3,11}. From CPU 9: 9 -> {1,9}, 10 -> {2,10}, 11 -> {3,11},
+    // then 0 -> {0,8}.
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/sysfs/2s-smt-numa");
+    let topo = Topology::from_root(&root).unwrap();
+    let t = DomainTable::new(&topo, ModelRules::V6_6Plus);
+    let llc = topo.level_by_key("llc").unwrap();
+    let d = &t.doms[t.base[llc]];
+    assert_eq!(d.span, cpus("0-3,8-11"));
+    let local = d.group_of(9).unwrap();
+    let got: Vec<CpuSet> = d.visit_order(Some(9), local).map(|g| d.groups[g]).collect();
+    assert_eq!(got, [cpus("1,9"), cpus("2,10"), cpus("3,11"), cpus("0,8")]);
+    // The NUMA level (SD_OVERLAP, a ring per CPU): from CPU 12, node 1 then node 0.
+    let numa = topo.level_by_key("numa").unwrap();
+    let d = &t.doms[t.base[numa]];
+    let local = d.group_of(12).unwrap();
+    let got: Vec<CpuSet> = d
+        .visit_order(Some(12), local)
+        .map(|g| d.groups[g])
+        .collect();
+    assert_eq!(got, [cpus("4-7,12-15"), cpus("0-3,8-11")]);
+}
+
+/// Ties between equal busiest candidates go by that order. Four single-CPU groups of an LLC;
+/// CPU 2 is newly idle, CPUs 0, 1 and 3 each run one task at util 1000: three fully_busy
+/// groups (nr == weight, capacity·100 = 102400 <= util·pct = 117000). CPU 2 visits 2, 3, 0, 1.
+#[test]
+fn fully_busy_ties_follow_the_visiting_order() {
+    let s = [busy(1, 1000), busy(1, 1000), idle(), busy(1, 1000)];
+    let busiest = |rules| {
+        let t = DomainTable::new(&Topology::synthetic_flat(4), rules);
+        let (groups, d) = t.doms[0].decide(&s, Some(2), 2, true);
+        assert_eq!(groups[3].group_type, GroupType::FullyBusy);
+        d.busiest
+    };
+    // 6.1: `if (sgs->avg_load <= busiest->avg_load) return false;`: the first found, CPU 3.
+    assert_eq!(busiest(ModelRules::V6_1), Some(3));
+    // 6.12: equal avg_load and the pick is not SMT -> `break;` -> true: the last, CPU 1.
+    assert_eq!(busiest(ModelRules::V6_6Plus), Some(1));
+}
+
+/// calculate_imbalance's load case (6.1 and 6.12 alike):
+///   if (local->group_type < group_overloaded) {
+///       local->avg_load = (local->group_load * SCHED_CAPACITY_SCALE) / local->group_capacity;
+///       if (local->avg_load >= busiest->avg_load) { env->imbalance = 0; return; }
+///       sds->avg_load = (sds->total_load * SCHED_CAPACITY_SCALE) / sds->total_capacity;
+///       if (local->avg_load >= sds->avg_load) { env->imbalance = 0; return; }
+///   }
+///   env->migration_type = migrate_load;
+///   env->imbalance = min((busiest->avg_load - sds->avg_load) * busiest->group_capacity,
+///                        (sds->avg_load - local->avg_load) * local->group_capacity)
+///                    / SCHED_CAPACITY_SCALE;
+/// with unsigned long avg_load: nothing keeps busiest above the domain average, and then the
+/// first term wraps to a huge value and min() takes the second.
+#[test]
+fn load_imbalance_wraps_when_busiest_is_below_the_domain_average() {
+    // Three single-CPU groups of an LLC, dst CPU 0 busy. CPU 1 is the only overloaded group
+    // (2 tasks, util 1024: capacity·100 = 102400 < util·pct = 119808), avg_load 1100. CPU 2
+    // runs one heavy task (load 5000, util 1000: fully_busy), CPU 0 one light task.
+    let fully_busy = |load| CpuSample {
+        load_avg: load,
+        ..busy(1, 1000)
+    };
+    let mut over = busy(2, 1024);
+    over.load_avg = 1100;
+    for rules in [ModelRules::V6_1, ModelRules::V6_6Plus] {
+        let t = DomainTable::new(&Topology::synthetic_flat(3), rules);
+        // Local fully_busy, avg_load 500 < busiest 1100; sds->avg_load =
+        // (500 + 1100 + 5000)·1024 / 3072 = 2200 > 500: both guards pass.
+        // imbalance = min((1100 - 2200) wrapped · 1024, (2200 - 500) · 1024) / 1024 = 1700.
+        let s = [fully_busy(500), over, fully_busy(5000)];
+        let (g, d) = t.doms[0].decide(&s, Some(0), 0, false);
+        assert_eq!(
+            [g[0].group_type, g[1].group_type, g[2].group_type],
+            [
+                GroupType::FullyBusy,
+                GroupType::Overloaded,
+                GroupType::FullyBusy
+            ]
+        );
+        assert_eq!(
+            (d.busiest, d.imbalance, d.migration_type),
+            (Some(1), 1700, Some(MigrationType::Load)),
+            "{rules:?}"
+        );
+        // Local overloaded too (2 tasks, load 600): find_busiest_group's guards pass
+        // (600 < 1100, 600 < sds avg (600 + 1100 + 5000)·1024 / 3072 = 2233,
+        // 100·1100 > 117·600), and calculate_imbalance takes (2233 - 600)·1024 / 1024.
+        let mut local = busy(2, 1024);
+        local.load_avg = 600;
+        let s = [local, over, fully_busy(5000)];
+        let (g, d) = t.doms[0].decide(&s, Some(0), 0, false);
+        assert_eq!(g[0].group_type, GroupType::Overloaded);
+        assert_eq!(
+            (d.busiest, d.imbalance, d.migration_type),
+            (Some(1), 1633, Some(MigrationType::Load)),
+            "{rules:?}"
+        );
+    }
+}
+
+/// sched_init_numa (6.1 and 6.12 alike) gives the NUMA levels their flags, but not NODE:
+///   tl[i++] = (struct sched_domain_topology_level){ .mask = sd_numa_mask, .numa_level = 0,
+///                                                   SD_INIT_NAME(NODE) };
+///   for (j = 1; j < nr_levels; i++, j++)
+///       tl[i] = ... { .sd_flags = cpu_numa_flags, .flags = SDTL_OVERLAP, ... SD_INIT_NAME(NUMA) };
+/// so sd_init keeps SD_PREFER_SIBLING on NODE (`} else if (sd->flags & SD_NUMA) { ...
+/// sd->flags &= ~SD_PREFER_SIBLING;` does not apply) and calculate_imbalance's
+/// `if (env->sd->flags & SD_NUMA) env->imbalance = adjust_numa_imbalance(...)` skips it.
+/// imb_numa_nr: the first level above the LLC is NODE here (NUMA inside the package, no PKG):
+/// `nr_llcs = sd->span_weight / child->span_weight` = 8 / 4 = 2 -> imb 2; NUMA: 2 ·
+/// max(1, 16 / 16).
+#[test]
+fn node_is_not_an_sd_numa_level() {
+    let topo = Topology::synthetic(
+        &[
+            (LevelKind::Llc, "MC", 4),
+            (LevelKind::Numa, "NODE", 8),
+            (LevelKind::Numa, "NUMA", 16),
+        ],
+        16,
+    );
+    for rules in [ModelRules::V6_1, ModelRules::V6_6Plus] {
+        let t = DomainTable::new(&topo, rules);
+        let (node, numa) = (&t.doms[t.base[1]].params, &t.doms[t.base[2]].params);
+        assert!(!node.numa && node.prefer_sibling && !node.share_llc);
+        assert_eq!(node.imb_numa_nr, 2);
+        // NUMA's child is NODE, which keeps SD_PREFER_SIBLING.
+        assert!(numa.numa && numa.prefer_sibling);
+        assert_eq!(numa.imb_numa_nr, 2);
+
+        // NODE 0-7, groups LLC 0-3 (two tasks) and 4-7 (idle, dst CPU 4 idle). Both has_spare;
+        // prefer_sibling and nr 2 > 0 + 1 (6.1) / sibling_imbalance 2 - 0 = 2 > 1 (6.12, equal
+        // core counts) force it; calculate_imbalance: prefer_sibling -> 2 tasks, no
+        // adjust_numa_imbalance at a level without SD_NUMA, >>= 1 -> 1 task. (With SD_NUMA,
+        // adjust_numa_imbalance(2, 0 + 1, 2) would have made it 0.)
+        let mut s = vec![busy(1, 300), busy(1, 300)];
+        s.extend(vec![idle(); 14]);
+        let d = &t.doms[t.base[1]];
+        let (_, dec) = d.decide(&s, Some(4), 1, true);
+        assert_eq!(
+            (dec.busiest, dec.imbalance, dec.migration_type),
+            (Some(0), 1, Some(MigrationType::Task)),
+            "{rules:?}"
+        );
+    }
+}
