@@ -100,7 +100,8 @@ static __always_inline void search_entry(void)
 		*t = bpf_ktime_get_ns();
 }
 
-static __always_inline void emit_at(struct lb_env *env, __u32 pid, __u32 balanced, __u64 ts)
+static __always_inline void emit_at(struct lb_env *env, __u32 pid, __u32 balanced, __u64 ts,
+				    __u64 len)
 {
 	struct lbs_balance *e;
 
@@ -128,12 +129,13 @@ static __always_inline void emit_at(struct lb_env *env, __u32 pid, __u32 balance
 	/* LBF_ALL_PINNED (0x01 in 6.1 through 6.18) is still set when sched_balance_rq goes back
 	 * to redo its search without the CPUs whose tasks could not move to dst_cpu. */
 	e->redo = pid == 0 && (BPF_CORE_READ(env, flags) & 0x01);
+	e->search_ns = len > 0xffffffff ? 0xffffffff : len;
 	bpf_ringbuf_submit(e, 0);
 }
 
 static __always_inline void emit(struct lb_env *env, __u32 pid, __u32 balanced)
 {
-	emit_at(env, pid, balanced, bpf_ktime_get_ns());
+	emit_at(env, pid, balanced, bpf_ktime_get_ns(), 0);
 }
 
 /* A search's record, stamped at the search's start (now when the entry was not seen). */
@@ -145,7 +147,7 @@ static __always_inline void emit_search(struct lb_env *env, __u32 balanced)
 
 	if (t)
 		*t = 0;
-	emit_at(env, 0, balanced, ts);
+	emit_at(env, 0, balanced, ts, now - ts);
 }
 
 /* The busiest-group search returns NULL when the domain is balanced. */

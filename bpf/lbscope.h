@@ -150,6 +150,9 @@ struct lbs_balance {
 	__u32 balanced;
 	/* The search is a retry without CPUs whose tasks were all pinned (LBF_ALL_PINNED). */
 	__u32 redo;
+	/* A search's own length, entry to exit (ns, 0 when unknown or not a search): the kernel
+	 * reads the CPUs one after another within it. */
+	__u32 search_ns;
 };
 
 /* Folded run-queue latency (live --fold): the analyzer's own buckets, runqlat's log2

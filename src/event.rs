@@ -277,6 +277,10 @@ pub struct Balance {
     /// kick, the active-balance stopper); `None` when the origin hooks did not run (older
     /// recordings, kernels without them).
     pub origin: Option<BalanceOrigin>,
+    /// A search's own length (ns, from its entry, the event's time, to its exit): the kernel
+    /// reads the CPUs' state one after another within it. `None` when not recorded (older
+    /// recordings) or not a search.
+    pub search_ns: Option<u32>,
 }
 
 /// The code path a balancer pass runs in, as the balancer hooks see it (bpf/balancer.bpf.c):

@@ -16,7 +16,7 @@ use crate::event::{Balance, CpuIdleType, Event, EventKind, MigrationType};
 use crate::model::{BalancePass, GroupStats, Model, ModelConfig};
 use crate::topology::Topology;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 mod reasons;
 mod scores;
@@ -152,6 +152,11 @@ pub struct Validation {
     pub redo: u64,
     /// Events that arrived later than the reorder window allows (folded anyway).
     pub late: u64,
+    /// Searches not judged because the model's answer changed while the kernel searched:
+    /// the kernel reads the CPUs one after another between the search's entry and exit, and
+    /// the model answers differently from the state at each end (recordings with search
+    /// lengths only), by level key.
+    pub raced: BTreeMap<String, u64>,
     /// `total.balanced_agree / total.decisions`.
     pub balanced_agreement: Option<f64>,
     /// `total.type_agree / total.both_unbalanced`.
@@ -170,11 +175,23 @@ pub struct Validation {
     pub reason_agreement: Option<f64>,
 }
 
+/// A search waiting for the model to reach its exit: its record, when it exited, and the
+/// model's answer at its entry.
+#[derive(Clone, Debug)]
+struct OpenSearch {
+    balance: Balance,
+    end_ns: u64,
+    start: Option<BalancePass>,
+}
+
 /// Validation mode's state; see the module documentation.
 #[derive(Clone, Debug)]
 pub struct Validator {
     model: Model,
     pairing: ReasonPairing,
+    /// Searches with a length (a few at a time: one per CPU searching), until the model is
+    /// folded past their exit.
+    open: VecDeque<OpenSearch>,
     /// Events waiting to be put in order.
     pending: Vec<Event>,
     /// The newest timestamp seen, and the newest folded.
@@ -193,6 +210,7 @@ impl Validator {
         Validator {
             model: Model::new(topo, config),
             pairing: ReasonPairing::default(),
+            open: VecDeque::new(),
             pending: Vec::new(),
             newest_ns: 0,
             folded_ns: 0,
@@ -228,6 +246,7 @@ impl Validator {
         for e in std::mem::take(&mut self.pending) {
             self.fold(&e);
         }
+        self.close_searches(u64::MAX);
         let mut out = self.out;
         out.balanced_agreement = share(out.total.balanced_agree, out.total.decisions);
         out.migration_type_agreement = share(out.total.type_agree, out.total.both_unbalanced);
@@ -242,6 +261,7 @@ impl Validator {
     }
 
     fn fold(&mut self, e: &Event) {
+        self.close_searches(e.ts_ns);
         if e.ts_ns < self.folded_ns {
             self.out.late += 1;
         }
@@ -256,24 +276,65 @@ impl Validator {
             if b.is_stopper_entry() {
                 self.out.stopper_entries += 1;
             } else if b.pid.is_none() {
-                self.judge(b);
+                self.search(e.ts_ns, b);
             }
         }
         self.pairing.push(e);
         self.model.push(e);
     }
 
-    fn judge(&mut self, b: &Balance) {
+    /// A search's record at its entry: judged now, or, when its length is known, once the
+    /// model has seen the state at its exit too.
+    fn search(&mut self, ts: u64, b: &Balance) {
         if b.redo {
             self.out.redo += 1;
             return;
         }
+        let start = self.model.decide_at(b.dst_cpu, b.sd_weight, b.idle);
+        match b.search_ns.filter(|&ns| ns > 0) {
+            Some(ns) => self.open.push_back(OpenSearch {
+                balance: b.clone(),
+                end_ns: ts + u64::from(ns),
+                start,
+            }),
+            None => self.judge(b, start),
+        }
+    }
+
+    /// Closes the open searches that exited before `now`: where the model answers alike from
+    /// the state at both ends, that answer is judged; otherwise the search raced.
+    fn close_searches(&mut self, now: u64) {
+        // Searches on different CPUs overlap: each closes at its own exit.
+        while let Some(i) = self.open.iter().position(|o| o.end_ns < now) {
+            let Some(o) = self.open.remove(i) else {
+                break;
+            };
+            let b = &o.balance;
+            let end = self.model.decide_at(b.dst_cpu, b.sd_weight, b.idle);
+            let same = match (&o.start, &end) {
+                (Some(s), Some(e)) => {
+                    let (s, e) = (&s.decision, &e.decision);
+                    (s.imbalance == 0) == (e.imbalance == 0)
+                        && (s.imbalance == 0 || s.migration_type == e.migration_type)
+                }
+                _ => true,
+            };
+            if same {
+                self.judge(b, o.start);
+            } else if let Some(s) = &o.start {
+                let key = self.model.level_key(s.level).to_string();
+                *self.out.raced.entry(key).or_default() += 1;
+            }
+        }
+    }
+
+    fn judge(&mut self, b: &Balance, pass: Option<BalancePass>) {
         let Some(BalancePass {
             level,
             local,
             groups,
             decision: d,
-        }) = self.model.decide_at(b.dst_cpu, b.sd_weight, b.idle)
+        }) = pass
         else {
             self.out.unmapped += 1;
             return;

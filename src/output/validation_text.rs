@@ -130,6 +130,15 @@ pub fn validation(v: &Validation, w: &mut impl Write) -> io::Result<()> {
             .collect();
         writeln!(w, "  by the hooks' reason: {}", t.join(", "))?;
     }
+    if !v.raced.is_empty() {
+        let t: Vec<String> = v.raced.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        writeln!(
+            w,
+            "  not judged, raced (the model's answer changed between the search's entry and \
+             exit, while the kernel read the CPUs): {}",
+            t.join(", ")
+        )?;
+    }
     if v.unmapped > 0 || v.late > 0 || v.redo > 0 {
         writeln!(
             w,

@@ -319,10 +319,14 @@ pub(super) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event) {
                 Some(BalanceOrigin::NohzIdle) => 2,
                 Some(BalanceOrigin::Stopper) => 3,
             };
-            out.push(u8::from(b.balanced) | u8::from(b.redo) << 1 | origin << 2);
+            let timed = u8::from(b.search_ns.is_some()) << 4;
+            out.push(u8::from(b.balanced) | u8::from(b.redo) << 1 | origin << 2 | timed);
             v(out, b.dst_cpu);
             v(out, b.src_cpu);
             put_varint(out, b.pid.map_or(0, |p| u64::from(p) + 1));
+            if let Some(ns) = b.search_ns {
+                v(out, ns);
+            }
         }
         EventKind::Fold(f) => {
             for part in [&f.by_cpu, &f.by_tgid] {
@@ -597,9 +601,11 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
             let migration_type = MigrationType::from_kernel(u32::from(m))
                 .map_or_else(|| bad(format!("unknown migration type {m}")), Ok)?;
             let imbalance = c.varint()?;
-            // Bits 0 balanced, 1 redo, 2-3 the origin (0 unknown: recordings before it).
-            let (balanced, redo, origin) = match c.byte()? {
-                b @ 0..=15 => (
+            // Bits 0 balanced, 1 redo, 2-3 the origin (0 unknown: recordings before it), 4 a
+            // search length follows the pid.
+            let flags = c.byte()?;
+            let (balanced, redo, origin) = match flags & 0x0f {
+                b if flags < 32 => (
                     b & 1 != 0,
                     b & 2 != 0,
                     [
@@ -609,13 +615,18 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
                         Some(BalanceOrigin::Stopper),
                     ][usize::from(b >> 2)],
                 ),
-                b => return bad(format!("bad balanced flags {b}")),
+                _ => return bad(format!("bad balanced flags {flags}")),
             };
             let dst_cpu = c.u32()?;
             let src_cpu = c.u32()?;
             let pid = match c.varint()? {
                 0 => None,
                 n => Some(u32::try_from(n - 1).or_else(|_| bad(format!("pid {} too big", n - 1)))?),
+            };
+            let search_ns = if flags & 16 != 0 {
+                Some(c.u32()?)
+            } else {
+                None
             };
             EventKind::Balance(Box::new(Balance {
                 level,
@@ -629,6 +640,7 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
                 src_cpu,
                 pid,
                 origin,
+                search_ns,
             }))
         }
         K_FOLD => {

@@ -28,6 +28,7 @@ fn balance(
             src_cpu: 0,
             pid: None,
             origin: None,
+            search_ns: None,
         })),
     }
 }
@@ -48,6 +49,7 @@ fn detach(ts: u64, pid: Pid, idle: CpuIdleType) -> Event {
             src_cpu: 1,
             pid: Some(pid),
             origin: None,
+            search_ns: None,
         })),
     }
 }
@@ -255,6 +257,32 @@ fn three_on_cpu0(t: u64) -> Vec<Event> {
         v.push(nr(t, c, 0));
     }
     v
+}
+
+/// A search whose record carries its length is judged from the state at its entry when the
+/// model answers alike at its exit, and set apart as raced when the answer changed meanwhile.
+#[test]
+fn searches_that_raced_the_state_they_read_are_not_judged() {
+    let topo = Topology::synthetic_flat(4);
+    let timed = |ts: u64, dst: u32, ns: u32| {
+        let mut e = balance(ts, dst, 4, CpuIdleType::Idle, Some(MigrationType::Task));
+        if let EventKind::Balance(b) = &mut e.kind {
+            b.search_ns = Some(ns);
+        }
+        e
+    };
+    let mut evs = three_on_cpu0(1_000);
+    // Nothing changes within [2000, 2500]: judged (and agreeing: 3 tasks on CPU 0).
+    evs.push(timed(2_000, 1, 500));
+    // CPU 0 drops to one task inside [3000, 3500]: the model's answer flips, not judged.
+    evs.push(timed(3_000, 2, 500));
+    evs.push(nr(3_200, 0, 1));
+    // After the change, a search judged as usual (the model says balanced: disagreement).
+    evs.push(timed(4_000, 3, 100));
+    let v = validate(&topo, config(), &evs);
+    assert_eq!(v.total.decisions, 2, "{v:?}");
+    assert_eq!(v.total.balanced_agree, 1);
+    assert_eq!(v.raced.values().sum::<u64>(), 1);
 }
 
 #[test]

@@ -192,6 +192,7 @@ fn edge_events() -> Vec<Event> {
                 Some(BalanceOrigin::NohzIdle),
                 Some(BalanceOrigin::Stopper),
             ][i],
+            search_ns: [Some(12_345), None, None, Some(u32::MAX)][i],
         })));
     }
     for (i, reason) in Reason::ALL.iter().enumerate() {

@@ -194,6 +194,7 @@ impl Decoder {
                     src_cpu: r.src_cpu.max(0) as u32,
                     pid: (r.pid != 0).then_some(r.pid),
                     origin: balance_origin(r.h.flags),
+                    search_ns: (r.search_ns != 0).then_some(r.search_ns),
                 })))
             }),
             _ => None,
