@@ -1,4 +1,5 @@
-//! Shared helpers: paths to the built binaries, the BPF gate (fail in CI, skip elsewhere),
+//! Shared helpers: paths to the built binaries, the BPF gate (fail in CI, skip elsewhere, and
+//! every skip listed for `./run test` to count),
 //! a lock so live tests never overlap, and child-process plumbing.
 
 use std::io::{BufRead, BufReader, Write};
@@ -33,12 +34,36 @@ pub fn live_guard() -> Option<MutexGuard<'static, ()>> {
     if root && btf {
         return Some(LIVE.lock().unwrap_or_else(|e| e.into_inner()));
     }
-    let why = format!("live BPF test needs root and kernel BTF (root={root}, btf={btf})");
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{why}: CI must run it");
-    }
-    eprintln!("skipped: {why}");
+    skip(&format!(
+        "live BPF test needs root and kernel BTF (root={root}, btf={btf})"
+    ));
     None
+}
+
+/// Where skipped tests are listed, one per line (`./run test` counts them on its closing
+/// line, since cargo reports a test that returned early as passed).
+pub fn skips_file() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("skipped-tests.txt")
+}
+
+/// The running test cannot run here: in CI (`CI=true`) that is a failure; elsewhere it is
+/// printed and listed in [`skips_file`], and the caller returns.
+pub fn skip(why: &str) {
+    let name = std::thread::current()
+        .name()
+        .unwrap_or("an integration test")
+        .to_string();
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{name}: {why}: CI must run it");
+    }
+    eprintln!("SKIPPED {name}: {why}");
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(skips_file())
+    {
+        let _ = writeln!(f, "{name}: {why}");
+    }
 }
 
 fn euid_is_root() -> bool {

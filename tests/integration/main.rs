@@ -6,5 +6,6 @@ mod common;
 mod faults;
 mod live;
 mod model;
+mod outputs;
 mod record;
 mod tui;

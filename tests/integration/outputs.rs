@@ -102,7 +102,10 @@ fn produce() -> BTreeMap<String, (String, usize)> {
                 a.extend_from_slice(extra);
                 a
             };
-            put("validate-json", output(&args(&["--json", "--validate"]), None));
+            put(
+                "validate-json",
+                output(&args(&["--json", "--validate"]), None),
+            );
             put("validate-text", output(&args(&["--validate"]), None));
         }
     }
@@ -142,9 +145,8 @@ fn parse(text: &str) -> BTreeMap<String, (String, usize)> {
 fn every_output_is_byte_identical_to_the_committed_digests() {
     let got = produce();
     if std::env::var("LBSCOPE_BLESS").is_ok_and(|v| v == "1") {
-        let mut text = String::from(
-            "# name sha256 bytes: every output of tests/integration/outputs.rs\n",
-        );
+        let mut text =
+            String::from("# name sha256 bytes: every output of tests/integration/outputs.rs\n");
         for (k, (d, n)) in &got {
             text.push_str(&format!("{k} {d} {n}\n"));
         }

@@ -214,7 +214,14 @@ fn top_live_shows_every_view_and_quits_cleanly() {
         Duration::from_secs(15),
     );
     assert!(s.contains("lbscope top"), "{s}");
-    assert!(number_after(&s, "runqlat p50 ") >= 0.0);
+    // Under the mixed load a woken task always waits some microseconds before it runs (the
+    // wakeup itself takes that long), and never seconds at the median.
+    let p50 = number_after(&s, "runqlat p50 ");
+    assert!(
+        p50 > 0.0 && p50 < 1_000_000.0,
+        "runqlat p50 {p50} us:
+{s}"
+    );
     let s = t.wait_for(&["samples)"], Duration::from_secs(5));
     let samples = s
         .lines()
