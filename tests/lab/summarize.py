@@ -91,6 +91,19 @@ def known_miss(a, msg):
     return None
 
 
+def miss(a, out, msg):
+    """Reports a missed check: a known miss is printed and kept in the run's line (True), any
+    other fails the run (False)."""
+    why = known_miss(a, msg)
+    if not why:
+        fail(a, msg)
+        return False
+    print(f"lab: {a.kernel} {a.topology} {a.scenario}: KNOWN MISS: {msg} ({why})",
+          file=sys.stderr)
+    out["known_misses"].append(msg)
+    return True
+
+
 def between(text, name):
     m = re.search(rf"^LAB-{name}-BEGIN\n(.*?)^LAB-{name}-END$", text, re.S | re.M)
     return m.group(1) if m else None
@@ -180,23 +193,9 @@ def summarize(a):
     missing = [k for k in want if not out["findings"].get(k)]
     if missing:
         msg = f"findings it is built for not raised: {', '.join(missing)}; got {out['findings']}"
-        why = known_miss(a, msg)
-        if why:
-            print(f"lab: {a.kernel} {a.topology} {a.scenario}: KNOWN MISS: {msg} ({why})",
-                  file=sys.stderr)
-            out["known_misses"].append(msg)
-        else:
-            fail(a, msg)
-            ok = False
+        ok = miss(a, out, msg) and ok
     for msg in check_goals(a.scenario, out):
-        why = known_miss(a, msg)
-        if why:
-            print(f"lab: {a.kernel} {a.topology} {a.scenario}: KNOWN MISS: {msg} ({why})",
-                  file=sys.stderr)
-            out["known_misses"].append(msg)
-        else:
-            fail(a, msg)
-            ok = False
+        ok = miss(a, out, msg) and ok
     return out, ok
 
 

@@ -2,45 +2,13 @@
 //! (the order of a domain's groups, unsigned arithmetic), each worked from the kernel source
 //! of the release named: 6.1 for `ModelRules::V6_1`, 6.12 for `ModelRules::V6_6Plus`.
 
+use super::stats::{busy, cpus, idle, params};
 use crate::cpuset::CpuSet;
 use crate::model::domains::DomainTable;
 use crate::model::stats::{
-    group_stats, pick_busiest, CpuSample, DomainParams, GroupType, MigrationType, ModelRules,
+    group_stats, pick_busiest, CpuSample, GroupType, MigrationType, ModelRules,
 };
 use crate::topology::{LevelKind, Topology};
-
-fn cpus(list: &str) -> CpuSet {
-    CpuSet::parse_list(list).unwrap()
-}
-
-fn busy(nr: u32, util: u64) -> CpuSample {
-    CpuSample {
-        nr_running: nr,
-        not_cfs: 0,
-        load_avg: util * u64::from(nr.max(1)),
-        runnable_avg: util * u64::from(nr.max(1)),
-        util_avg: util,
-        util_est: 0,
-        capacity: 1024,
-        idle: false,
-    }
-}
-
-fn idle() -> CpuSample {
-    CpuSample::default()
-}
-
-fn params(pct: u64) -> DomainParams {
-    DomainParams {
-        imbalance_pct: pct,
-        share_llc: true,
-        numa: false,
-        prefer_sibling: false,
-        smt_groups: false,
-        imb_numa_nr: 0,
-        rules: ModelRules::V6_6Plus,
-    }
-}
 
 /// update_sd_pick_busiest on equal candidates of the same type, per release (avg_load is
 /// only computed for overloaded groups, so two fully_busy groups always tie at 0).

@@ -9,11 +9,11 @@ use crate::model::stats::{
 };
 use crate::topology::{LevelKind, Topology};
 
-fn cpus(list: &str) -> CpuSet {
+pub(super) fn cpus(list: &str) -> CpuSet {
     CpuSet::parse_list(list).unwrap()
 }
 
-fn busy(nr: u32, util: u64) -> CpuSample {
+pub(super) fn busy(nr: u32, util: u64) -> CpuSample {
     CpuSample {
         not_cfs: 0,
         nr_running: nr,
@@ -26,11 +26,11 @@ fn busy(nr: u32, util: u64) -> CpuSample {
     }
 }
 
-fn idle() -> CpuSample {
+pub(super) fn idle() -> CpuSample {
     CpuSample::default()
 }
 
-fn params(pct: u64) -> DomainParams {
+pub(super) fn params(pct: u64) -> DomainParams {
     DomainParams {
         imbalance_pct: pct,
         share_llc: true,
