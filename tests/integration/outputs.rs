@@ -43,7 +43,13 @@ fn sha256(bytes: &[u8]) -> String {
 /// Runs lbscope with `args`; the digest of its stdout (or of the file `out` it wrote) and the
 /// byte count.
 fn output(args: &[&str], out: Option<&Path>) -> (String, usize) {
-    let o = lbscope().args(args).output().expect("lbscope runs");
+    // From the repository's root with relative paths: outputs that name their files (diff)
+    // are then the same in any clone.
+    let o = lbscope()
+        .current_dir(root())
+        .args(args)
+        .output()
+        .expect("lbscope runs");
     assert!(
         o.status.success(),
         "lbscope {args:?} failed: {}",
@@ -70,12 +76,15 @@ fn produce() -> BTreeMap<String, (String, usize)> {
     let mut files: Vec<(String, PathBuf)> = vec![
         (
             "golden".into(),
-            root().join("tests/fixtures/recordings/golden-v1.lbs"),
+            PathBuf::from("tests/fixtures/recordings/golden-v1.lbs"),
         ),
-        ("demo".into(), root().join("examples/demo.lbs")),
+        ("demo".into(), PathBuf::from("examples/demo.lbs")),
     ];
     for l in lab {
-        files.push((l.into(), root().join(format!("tests/fixtures/lab/{l}.lbs"))));
+        files.push((
+            l.into(),
+            PathBuf::from(format!("tests/fixtures/lab/{l}.lbs")),
+        ));
     }
     let tmp = std::env::temp_dir().join(format!("lbscope-outputs-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("temp dir");
@@ -109,7 +118,7 @@ fn produce() -> BTreeMap<String, (String, usize)> {
             put("validate-text", output(&args(&["--validate"]), None));
         }
     }
-    let lab_file = |n: &str| root().join(format!("tests/fixtures/lab/{n}.lbs"));
+    let lab_file = |n: &str| PathBuf::from(format!("tests/fixtures/lab/{n}.lbs"));
     let a = lab_file("6.1-4node-wakeup-storm");
     let b = lab_file("6.12-2s-smt-numa-wakeup-storm");
     let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
