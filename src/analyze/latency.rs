@@ -18,9 +18,9 @@
 
 use super::filter::Filter;
 use super::hist::LatHist;
-use super::idhash::IdMap;
 use super::snapshot::{CpuLatency, DomainLatency, ProcessLatency};
 use crate::cpuset::MAX_CPUS;
+use crate::idhash::IdMap;
 use crate::topology::Topology;
 
 /// Processes reported per interval.

@@ -22,7 +22,7 @@
 mod filter;
 mod folded;
 mod hist;
-pub(crate) mod idhash;
+
 mod idle;
 mod latency;
 mod migrations;
@@ -43,9 +43,9 @@ pub use snapshot::{
 
 use crate::cpuset::CpuSet;
 use crate::event::{Event, EventKind, Pid, Reason, ReasonSource};
+use crate::idhash::IdMap;
 use crate::model::{IdleStretch, Model};
 use crate::topology::{IndexedTopology, Topology};
-use idhash::IdMap;
 use idle::IdleAccounting;
 use latency::LatencyCollector;
 use migrations::MigrationCounter;

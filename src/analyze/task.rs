@@ -2,10 +2,10 @@
 //! waits) and how a task's wait moves in the idle accounting. An entry goes when nothing is
 //! left in it, or at the task's exit; its name, in a table of its own, goes with it.
 
-use super::idhash::IdMap;
 use super::idle::{IdleAccounting, WaitSlot};
 use crate::cpuset::CpuSet;
 use crate::event::Pid;
+use crate::idhash::IdMap;
 use std::rc::Rc;
 
 /// What is known of a task.

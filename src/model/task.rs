@@ -6,9 +6,9 @@
 //! Invariants: a task's entries go at its exit; `allowed` is `None` for "every CPU"; a default
 //! entry says no more than no entry.
 
-use crate::analyze::idhash::IdMap;
 use crate::cpuset::CpuSet;
 use crate::event::{Pid, Reason};
+use crate::idhash::IdMap;
 use crate::topology::{first_holders, NOT_HELD};
 
 /// A task's last migration.
