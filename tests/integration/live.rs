@@ -1,5 +1,6 @@
 //! Live tests against the real kernel, each checked against a tool nobody here wrote:
-//! `perf record` for migration counts, a `bpftrace` kstack script for migration reasons,
+//! `perf stat` for migration counts, a `bpftrace` kstack script for migration reasons (sorted
+//! by the test's own table of kernel call paths),
 //! libbpf-tools `runqlat` for run-queue latency, and a pinned workload for
 //! idle-while-others-wait.
 
