@@ -25,11 +25,8 @@ pub use reasons::{
     hook_reason, HookReason, ReasonAgreement, ReasonCount, ReasonPairing, MATCH_WINDOW_NS,
     SEARCH_WINDOW_NS, STOPPER_WINDOW_NS,
 };
+use scores::share;
 pub use scores::{BinaryScores, TypeCount, TypeScores};
-
-fn share(n: u64, of: u64) -> Option<f64> {
-    (of > 0).then(|| n as f64 / of as f64)
-}
 
 /// How long events wait to be put in order: longer than the gap between the two ring
 /// buffers' deliveries of the same instant (up to about a second was seen in the lab's

@@ -6,6 +6,7 @@
 //! Pure: a function of the event stream (in time order). Memory: one entry per task detached
 //! but not yet migrated, per destination CPU searched, per stopper running.
 
+use super::scores::share;
 use crate::event::{Balance, BalanceOrigin, CpuIdleType, Event, EventKind, Pid, Reason};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -105,10 +106,6 @@ pub struct ReasonAgreement {
     pub constant_answer: Option<String>,
     /// See `constant_answer`.
     pub constant_agreement: Option<f64>,
-}
-
-fn share(n: u64, of: u64) -> Option<f64> {
-    (of > 0).then(|| n as f64 / of as f64)
 }
 
 impl ReasonAgreement {

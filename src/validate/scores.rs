@@ -38,7 +38,8 @@ pub struct BinaryScores {
     pub kappa: Option<f64>,
 }
 
-fn share(n: u64, of: u64) -> Option<f64> {
+/// `n / of`, or `None` when there is nothing to divide by.
+pub(crate) fn share(n: u64, of: u64) -> Option<f64> {
     (of > 0).then(|| n as f64 / of as f64)
 }
 
