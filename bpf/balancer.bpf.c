@@ -100,23 +100,34 @@ static __always_inline void search_entry(void)
 		*t = bpf_ktime_get_ns();
 }
 
-static __always_inline void emit_at(struct lb_env *env, __u32 pid, __u32 balanced, __u64 ts,
-				    __u64 len)
+/* A zeroed LBS_BALANCE record stamped `ts`, with this CPU and the pass's origin; NULL when
+ * records are held back until the origin hooks are on, or the ring buffer is full (counted). */
+static __always_inline struct lbs_balance *balance_record(__u64 ts)
 {
 	struct lbs_balance *e;
 
 	if (origin_wanted && !origin_on)
-		return;
-
+		return NULL;
 	e = bpf_ringbuf_reserve(&balance_events, sizeof(*e), 0);
 	if (!e) {
 		__sync_fetch_and_add(&lost, 1);
-		return;
+		return NULL;
 	}
+	__builtin_memset(e, 0, sizeof(*e));
 	e->h.ts = ts;
 	e->h.kind = LBS_BALANCE;
 	e->h.flags = origin_flags();
 	e->h.cpu = bpf_get_smp_processor_id();
+	return e;
+}
+
+static __always_inline void emit_at(struct lb_env *env, __u32 pid, __u32 balanced, __u64 ts,
+				    __u64 len)
+{
+	struct lbs_balance *e = balance_record(ts);
+
+	if (!e)
+		return;
 	e->level = BPF_CORE_READ(env, sd, level);
 	e->sd_weight = BPF_CORE_READ(env, sd, span_weight);
 	e->idle = wire_idle(BPF_CORE_READ(env, idle));
@@ -214,33 +225,21 @@ static __always_inline void softirq_entry(void)
 	origin_set(LBS_BAL_NOHZ, kick && idle);
 }
 
-SEC("fentry/sched_balance_softirq")
-int BPF_PROG(lb_softirq_new)
-{
-	softirq_entry();
-	return 0;
-}
+/* Entry and exit of the balancer softirq under each of its names. */
+#define SOFTIRQ_ORIGIN(fn, name)                                                             \
+	SEC("fentry/" #fn) int BPF_PROG(lb_softirq_##name)                                   \
+	{                                                                                    \
+		softirq_entry();                                                             \
+		return 0;                                                                    \
+	}                                                                                    \
+	SEC("fexit/" #fn) int BPF_PROG(lb_softirq_##name##_exit)                             \
+	{                                                                                    \
+		origin_set(LBS_BAL_NOHZ, 0);                                                 \
+		return 0;                                                                    \
+	}
 
-SEC("fexit/sched_balance_softirq")
-int BPF_PROG(lb_softirq_new_exit)
-{
-	origin_set(LBS_BAL_NOHZ, 0);
-	return 0;
-}
-
-SEC("fentry/run_rebalance_domains")
-int BPF_PROG(lb_softirq_old)
-{
-	softirq_entry();
-	return 0;
-}
-
-SEC("fexit/run_rebalance_domains")
-int BPF_PROG(lb_softirq_old_exit)
-{
-	origin_set(LBS_BAL_NOHZ, 0);
-	return 0;
-}
+SOFTIRQ_ORIGIN(sched_balance_softirq, new)
+SOFTIRQ_ORIGIN(run_rebalance_domains, old)
 
 /* Active balance: the stopper on the busiest CPU pushes one task to rq->push_cpu. Its entry
  * is streamed (pid 0, not a search) so that its migration pairs even where detach_task is
@@ -252,20 +251,9 @@ int BPF_PROG(lb_active, void *data)
 	struct lbs_balance *e;
 
 	origin_set(LBS_BAL_STOPPER, 1);
-	if (origin_wanted && !origin_on)
+	e = balance_record(bpf_ktime_get_ns());
+	if (!e)
 		return 0;
-	e = bpf_ringbuf_reserve(&balance_events, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&lost, 1);
-		return 0;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
-	e->h.ts = bpf_ktime_get_ns();
-	e->h.kind = LBS_BALANCE;
-	e->h.flags = origin_flags();
-	e->h.cpu = bpf_get_smp_processor_id();
-	e->idle = 0;
-	e->migration_type = 0;
 	e->dst_cpu = BPF_CORE_READ(busiest, push_cpu);
 	e->src_cpu = BPF_CORE_READ(busiest, cpu);
 	bpf_ringbuf_submit(e, 0);
