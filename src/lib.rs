@@ -12,6 +12,7 @@ pub mod event;
 pub(crate) mod idhash;
 pub mod model;
 pub mod output;
+pub mod pipeline;
 pub mod reason;
 pub mod record;
 pub mod source;

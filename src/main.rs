@@ -25,7 +25,7 @@ fn main() {
         Command::Diff(a) => cmd::diff::run(a).map(|()| true),
         Command::Export(a) => cmd::export::run(a).map(|()| true),
         Command::Top(a) => cmd::top::run(a).map(|()| true),
-        Command::Replay(a) => cmd::top::run_replay(a).map(|()| true),
+        Command::Replay(a) => cmd::replay::run(a).map(|()| true),
         Command::Man => {
             use std::io::Write;
             std::io::stdout()

@@ -161,6 +161,28 @@ impl Analyzer {
         self.idle.statuses()
     }
 
+    /// Goes on with another interval length and filter (the TUI's `+`/`-` and `/`): the
+    /// open interval's figures are dropped and a new interval starts at the latest event
+    /// time, while everything known of CPUs, tasks (identity, affinity, where they wait),
+    /// kernel stacks and the model is kept, so that facts the source sends only once still
+    /// hold. Waiters are counted again under the new filter.
+    pub fn reconfigure(&mut self, interval_ns: u64, filter: Filter) {
+        if self.start.is_some() {
+            drop(self.close(self.now, true));
+        }
+        self.interval_ns = interval_ns.max(1);
+        self.config.interval_ns = interval_ns;
+        self.config.filter = filter;
+        let waiting: Vec<(Pid, u32)> = self
+            .tasks
+            .iter()
+            .filter_map(|(p, t)| t.wait.map(|w| (*p, w.cpu)))
+            .collect();
+        for (pid, cpu) in waiting {
+            self.start_wait(pid, cpu);
+        }
+    }
+
     /// Latest event time seen (ns).
     pub fn now_ns(&self) -> u64 {
         self.now

@@ -1,12 +1,15 @@
-//! `lbscope diff`: two recordings through two analyzers, compared (crate::diff).
+//! `lbscope diff`: two recordings, each through its own analyzer into a history, compared
+//! (crate::diff); printed as text or JSON, or shown in the TUI (`--tui`).
 
-use super::report::{build_filter, damage_outcome, interval_ns};
-use super::{pipeline, CmdError};
+use super::{damage_outcome, settings, stop_on_signals, CmdError};
 use crate::analyze::{Analyzer, AnalyzerConfig, Snapshot};
 use crate::cli::{DiffArgs, FilterArgs, ModelArgs};
-use crate::diff::{RunMeta, RunSummary};
+use crate::diff::{Diff, RunMeta, RunSummary};
+use crate::pipeline::sinks::{History, Warnings};
+use crate::pipeline::{Driver, Source};
 use crate::record::{Damage, Header};
-use crate::source::file::FileSource;
+use crate::topology::Topology;
+use crate::tui::app::App;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
@@ -17,19 +20,10 @@ pub fn analyze_file(
     filter: &FilterArgs,
     model: &ModelArgs,
 ) -> Result<(Header, Vec<Snapshot>, Damage), CmdError> {
-    analyze_source(FileSource::open(path)?, interval_ns, filter, model)
-}
-
-/// Every interval of an opened recording, the final partial one included.
-pub fn analyze_source(
-    src: FileSource,
-    interval_ns: u64,
-    filter: &FilterArgs,
-    model: &ModelArgs,
-) -> Result<(Header, Vec<Snapshot>, Damage), CmdError> {
-    let topo = src.header.topology.clone();
-    let filter = build_filter(filter, &topo, false)?;
-    let mut analyzer = Analyzer::new(
+    let src = Source::file(path)?;
+    let topo = src.topology().clone();
+    let filter = settings::filter(filter, &topo, false)?;
+    let analyzer = Analyzer::new(
         topo,
         AnalyzerConfig {
             interval_ns,
@@ -37,24 +31,14 @@ pub fn analyze_source(
             model: model.config(&src.header.kernel_release),
         },
     );
-    let mut snaps = Vec::new();
-    pipeline::run(
-        &src.rx,
-        &mut analyzer,
-        None,
+    let mut history = History::default();
+    Driver::new(analyzer).run(
+        &src,
+        &mut [&mut history, &mut Warnings],
         &AtomicBool::new(false),
-        pipeline::Hooks {
-            request_stop: &mut || {},
-            tee: &mut |_| Ok(()),
-            sink: &mut |s| {
-                snaps.push(s.clone());
-                Ok(())
-            },
-            warn: &mut |w| eprintln!("lbscope: warning: {w}"),
-        },
     )?;
     let header = src.header.clone();
-    Ok((header, snaps, src.damage()))
+    Ok((header, history.0, src.finish().damage))
 }
 
 fn meta(h: &Header) -> RunMeta {
@@ -69,7 +53,7 @@ fn meta(h: &Header) -> RunMeta {
 
 /// Runs `lbscope diff`.
 pub fn run(args: &DiffArgs) -> Result<(), CmdError> {
-    let interval_ns = interval_ns(args.interval)?;
+    let interval_ns = settings::interval_ns(args.interval)?;
     let (ha, sa, da) = analyze_file(&args.baseline, interval_ns, &args.filter, &args.model)?;
     let (hb, sb, db) = analyze_file(&args.new, interval_ns, &args.filter, &args.model)?;
     let label = |p: &Path| p.display().to_string();
@@ -77,7 +61,7 @@ pub fn run(args: &DiffArgs) -> Result<(), CmdError> {
     let b = RunSummary::from_snapshots(&sb, &label(&args.new), meta(&hb));
     let d = crate::diff::diff(&a, &b);
     if args.tui {
-        super::top::show_diff(d, ha.topology.clone())?;
+        show(d, ha.topology.clone())?;
         damage_outcome(&args.baseline, &da)?;
         return damage_outcome(&args.new, &db);
     }
@@ -92,4 +76,15 @@ pub fn run(args: &DiffArgs) -> Result<(), CmdError> {
     }
     damage_outcome(&args.baseline, &da)?;
     damage_outcome(&args.new, &db)
+}
+
+/// Shows a comparison in the TUI until `q`: computed before the screen opens, so the
+/// screen's loop has nothing to feed.
+fn show(d: Diff, topo: Topology) -> Result<(), CmdError> {
+    let mut app = App::for_diff(d, topo);
+    let stop = stop_on_signals()?;
+    let mut guard = crate::tui::term::enter().map_err(|e| CmdError::Failed(e.to_string()))?;
+    let r = crate::tui::run::run(&mut guard, &mut app, &mut crate::tui::run::NoFeed, &stop);
+    drop(guard);
+    Ok(r?)
 }

@@ -3,17 +3,7 @@
 
 use std::path::Path;
 
-/// A small text file's content without surrounding white space, if it can be read.
-pub fn read_trim(p: &str) -> Option<String> {
-    std::fs::read_to_string(p)
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
-/// The running kernel's release (`uname -r`), "unknown" when /proc does not say.
-pub fn kernel_release() -> String {
-    read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into())
-}
+pub use crate::source::{kernel_release, read_trim};
 
 /// The lockdown mode in force ("none", "integrity", "confidentiality"), if securityfs
 /// says.

@@ -46,3 +46,15 @@ pub enum SourceError {
     #[error("this lbscope was built without BPF support (--no-default-features): rebuild with the default `bpf` feature, or use a recording")]
     NoBpf,
 }
+
+/// A file's contents, trimmed (`None` when it cannot be read).
+pub fn read_trim(p: &str) -> Option<String> {
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// The running kernel's release (`uname -r`), "unknown" when /proc does not say.
+pub fn kernel_release() -> String {
+    read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into())
+}

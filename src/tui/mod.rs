@@ -7,11 +7,9 @@
 //! - `views`: one file per view, reading state only;
 //! - `run`: the event loop and its feeds (live analyzer, replay cursor);
 //! - `tally`: the most migrated tasks of each interval, counted beside the analyzer;
-//! - `carry`: facts sent once by the live source, replayed into a restarted analysis;
 //! - `term`: raw mode, the alternate screen, restoring them on every exit, `NO_COLOR`.
 
 pub mod app;
-pub mod carry;
 pub mod keymap;
 pub mod run;
 pub mod state;
@@ -45,39 +43,6 @@ pub fn utc_date(unix_s: u64) -> String {
     )
 }
 
-/// The probe mode of a probe list ((name, attach kind) pairs as in a recording header):
-/// whether balancer hooks ran, and how the tracepoints were attached.
-pub fn probe_mode(probes: &[(String, String)]) -> String {
-    // Tracepoints left out because nothing in the run reads them are not counted.
-    let probes: Vec<&(String, String)> = probes.iter().filter(|(_, k)| k != "not needed").collect();
-    let ok = |k: &str| !(k == "missing" || k.starts_with("failed"));
-    let hooks = probes
-        .iter()
-        .any(|(n, k)| (n.starts_with("fentry") || n.contains("balance")) && ok(k));
-    let mut kinds: Vec<&str> = probes
-        .iter()
-        .filter(|(n, k)| !n.starts_with("fentry") && ok(k))
-        .map(|(_, k)| k.as_str())
-        .collect();
-    kinds.sort_unstable();
-    kinds.dedup();
-    let attached = probes.iter().filter(|(_, k)| ok(k)).count();
-    format!(
-        "{} ({}; {attached} of {} attached)",
-        if hooks {
-            "tracepoints with balancer hooks"
-        } else {
-            "tracepoints only"
-        },
-        if kinds.is_empty() {
-            "none".to_string()
-        } else {
-            kinds.join("+")
-        },
-        probes.len()
-    )
-}
-
 /// What the screen says about a recording.
 pub fn recording_info(name: &str, h: &Header) -> RecordingInfo {
     let levels: Vec<&str> = h.topology.levels.iter().map(|l| l.key.as_str()).collect();
@@ -87,7 +52,7 @@ pub fn recording_info(name: &str, h: &Header) -> RecordingInfo {
         kernel: h.kernel_release.clone(),
         date: utc_date(h.created_unix_s),
         topology: format!("{} CPUs: {}", h.topology.online.len(), levels.join(" ")),
-        probes: probe_mode(&h.probes),
+        probes: crate::pipeline::Probes::from_header(&h.probes).mode(),
         span_ns: 0,
     }
 }

@@ -1,21 +1,20 @@
 //! The event loop and its feeds. One loop owns the [`App`] and a [`Feed`]; between
 //! redraws it polls the terminal for keys (with a timeout, so no input thread is needed) and
-//! pumps the feed. The live feed owns the [`Analyzer`] and drains the source channel into
-//! it; the replay feed walks the snapshots of an analysed recording at the chosen speed.
+//! pumps the feed. The live feed owns the pipeline's source and driver and pumps them, the
+//! app being its sink; the replay feed walks the snapshots of an analysed recording at the
+//! chosen speed.
 //! The screen is redrawn only when something changed (a snapshot, a key, a resize).
-//! A restarted live analysis is first told what the source sent only once (`carry`).
+//! `+`/`-` and `/` reconfigure the live analyzer in place (`Analyzer::reconfigure`).
 
 use super::app::{App, Effect};
-use super::carry::Carry;
 use super::tally::{Analysed, Tally};
 use super::term::{Guard, Palette};
 use super::{keymap, views};
-use crate::analyze::{Analyzer, AnalyzerConfig, Filter, Snapshot};
-use crate::source::SourceMsg;
+use crate::analyze::{Analyzer, Filter, Snapshot};
+use crate::pipeline::{Driver, Sink, Source};
 use crossterm::event::{self, Event};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
 /// How long the loop waits for a key before pumping the feed again.
@@ -88,67 +87,64 @@ pub fn run(
     result
 }
 
-/// The live kernel: the source channel folded into an analyzer owned here.
-pub struct LiveFeed<'a> {
-    /// The source's channel.
-    pub rx: &'a Receiver<SourceMsg>,
-    /// The analysis.
-    pub analyzer: Analyzer,
-    /// Asks the source to stop.
-    pub request_stop: &'a mut dyn FnMut(),
-    snaps: Vec<Snapshot>,
-    carry: Carry,
+/// The live kernel: the pipeline's driver pumped between redraws, the app a sink.
+pub struct LiveFeed {
+    src: Source,
+    driver: Driver,
     tally: Tally,
 }
 
-impl<'a> LiveFeed<'a> {
-    /// A feed over `rx` into `analyzer`.
-    pub fn new(
-        rx: &'a Receiver<SourceMsg>,
-        analyzer: Analyzer,
-        request_stop: &'a mut dyn FnMut(),
-    ) -> Self {
+impl LiveFeed {
+    /// A feed of `src` into `analyzer`.
+    pub fn new(src: Source, analyzer: Analyzer) -> Self {
         LiveFeed {
             tally: Tally::new(analyzer.config().filter.clone()),
-            rx,
-            analyzer,
-            request_stop,
-            snaps: Vec::new(),
-            carry: Carry::default(),
+            src,
+            driver: Driver::new(analyzer),
         }
     }
 }
 
-impl Feed for LiveFeed<'_> {
+/// The app as a sink of the live pipeline.
+struct AppSink<'a> {
+    app: &'a mut App,
+    tally: &'a mut Tally,
+}
+
+impl Sink for AppSink<'_> {
+    fn events(&mut self, batch: &[crate::event::Event]) -> io::Result<()> {
+        batch.iter().for_each(|ev| self.tally.observe(ev));
+        Ok(())
+    }
+
+    fn snapshot(&mut self, s: &Snapshot) -> io::Result<()> {
+        let top = self.tally.close(s);
+        self.app.push_with(s.clone(), top);
+        Ok(())
+    }
+
+    fn warning(&mut self, w: &str) {
+        self.app.status = Some(w.to_string());
+    }
+}
+
+impl Feed for LiveFeed {
     fn pump(&mut self, app: &mut App) -> bool {
-        let mut changed = false;
-        for _ in 0..MAX_BATCHES {
-            match self.rx.try_recv() {
-                Ok(SourceMsg::Batch(evs)) => {
-                    for ev in evs.iter() {
-                        self.carry.observe(ev);
-                        self.tally.observe(ev);
-                        self.analyzer.push(ev, &mut self.snaps);
-                    }
-                }
-                Ok(SourceMsg::Warning(w)) => {
-                    app.status = Some(w);
-                    changed = true;
-                }
-                Ok(SourceMsg::End) | Err(TryRecvError::Disconnected) => {
-                    if !app.ended {
-                        app.ended = true;
-                        app.status = Some("the source ended".into());
-                        changed = true;
-                    }
-                    break;
-                }
-                Err(TryRecvError::Empty) => break,
+        let mut sink = AppSink {
+            app,
+            tally: &mut self.tally,
+        };
+        let p = match self.driver.pump(&self.src, &mut [&mut sink], MAX_BATCHES) {
+            Ok(p) => p,
+            Err(e) => {
+                app.status = Some(format!("the pipeline failed: {e}"));
+                return true;
             }
-        }
-        for s in self.snaps.drain(..) {
-            let top = self.tally.close(&s);
-            app.push_with(s, top);
+        };
+        let mut changed = p.changed;
+        if p.ended && !app.ended {
+            app.ended = true;
+            app.status = Some("the source ended".into());
             changed = true;
         }
         changed
@@ -157,27 +153,31 @@ impl Feed for LiveFeed<'_> {
     fn reconfigure(&mut self, app: &mut App, interval_ns: u64, comm: Option<String>) {
         // Snapshots of the old configuration would mix with the new ones: start afresh.
         app.clear_history();
-        let cfg = self.analyzer.config();
+        let Some(a) = self.driver.analyzer_mut() else {
+            return;
+        };
         let filter = Filter {
             comm,
-            ..cfg.filter.clone()
+            ..a.config().filter.clone()
         };
-        let mut fresh = Analyzer::new(
-            self.analyzer.topology().clone(),
-            AnalyzerConfig {
-                interval_ns,
-                filter,
-                model: cfg.model.clone(),
-            },
-        );
-        self.carry.replay_into(&mut fresh, self.analyzer.now_ns());
-        self.tally.set_filter(fresh.config().filter.clone());
-        self.analyzer = fresh;
+        a.reconfigure(interval_ns, filter.clone());
+        self.tally.set_filter(filter);
     }
 
     fn stop(&mut self) {
-        (self.request_stop)();
+        self.src.stop();
     }
+}
+
+/// A feed with nothing to feed: what the screen shows was computed before it opened (a
+/// diff).
+pub struct NoFeed;
+
+impl Feed for NoFeed {
+    fn pump(&mut self, _app: &mut App) -> bool {
+        false
+    }
+    fn reconfigure(&mut self, _app: &mut App, _ns: u64, _comm: Option<String>) {}
 }
 
 /// A recording: every snapshot computed up front, shown one by one at the replay speed.

@@ -8,6 +8,7 @@
 
 use crate::analyze::{Filter, Snapshot};
 use crate::event::{Event, EventKind, Pid};
+use crate::pipeline::Sink;
 use std::collections::HashMap;
 
 /// Snapshots of an analysed recording, each with its most migrated tasks.
@@ -107,6 +108,36 @@ impl Tally {
         v.sort_by(|a, b| b.count.cmp(&a.count).then(a.pid.cmp(&b.pid)));
         v.truncate(TOP_TASKS);
         v
+    }
+}
+
+/// A sink keeping every snapshot with its most migrated tasks.
+pub struct Tallied {
+    tally: Tally,
+    /// What was kept so far.
+    pub out: Analysed,
+}
+
+impl Tallied {
+    /// Counting with the analyzer's filter.
+    pub fn new(filter: Filter) -> Tallied {
+        Tallied {
+            tally: Tally::new(filter),
+            out: Vec::new(),
+        }
+    }
+}
+
+impl Sink for Tallied {
+    fn events(&mut self, batch: &[Event]) -> std::io::Result<()> {
+        batch.iter().for_each(|ev| self.tally.observe(ev));
+        Ok(())
+    }
+
+    fn snapshot(&mut self, s: &Snapshot) -> std::io::Result<()> {
+        let top = self.tally.close(s);
+        self.out.push((s.clone(), top));
+        Ok(())
     }
 }
 

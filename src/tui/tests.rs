@@ -38,8 +38,8 @@ fn golden() -> (crate::record::Header, Vec<Snapshot>) {
 /// with the snapshots it holds.
 fn replay_app(rel: &str, view: View) -> (App, Vec<Snapshot>) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel);
-    let src = crate::source::file::FileSource::open(&path).unwrap();
-    let (h, analysed, _) = crate::cmd::top::analyze_recording(
+    let src = crate::pipeline::Source::file(&path).unwrap();
+    let (h, analysed, _) = crate::cmd::replay::analyze_recording(
         src,
         1_000_000_000,
         &FilterArgs::default(),
@@ -453,11 +453,12 @@ fn probe_mode_and_dates() {
     assert_eq!(super::utc_date(1_700_000_000), "2023-11-14 22:13 UTC");
     assert_eq!(super::utc_date(0), "1970-01-01 00:00 UTC");
     let p = |v: &[(&str, &str)]| {
-        super::probe_mode(
+        crate::pipeline::Probes::from_header(
             &v.iter()
                 .map(|(a, b)| (a.to_string(), b.to_string()))
                 .collect::<Vec<_>>(),
         )
+        .mode()
     };
     assert_eq!(
         p(&[("sched_switch", "tp_btf"), ("pelt_cfs_tp", "missing")]),

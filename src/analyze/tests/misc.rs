@@ -188,6 +188,48 @@ fn filter_by_comm_is_exact() {
 }
 
 #[test]
+fn reconfigure_keeps_what_was_sent_once_and_counts_under_the_new_filter() {
+    // The identities are sent once, before the switch: the new filter must still know them.
+    let mut a = analyzer(topo3(), 1_000_000);
+    let mut out = Vec::new();
+    for e in &mixed()[..9] {
+        a.push(e, &mut out);
+    }
+    a.push(&wakeup(4_500, 20, 4), &mut out);
+    a.reconfigure(
+        10_000,
+        Filter {
+            comm: Some("web".to_string()),
+            ..Filter::default()
+        },
+    );
+    assert_eq!(a.config().interval_ns, 10_000);
+    for e in [
+        wakeup(5_000, 10, 0),
+        switch(6_000, 0, 10, 1, 10),
+        wakeup(5_000, 11, 1),
+        switch(6_000, 1, 11, 1, 11),
+        switch(6_000, 4, 20, 1, 20),
+        migrate(7_000, 10, 0, 1, Reason::Wakeup),
+        migrate(7_000, 11, 1, 0, Reason::Wakeup),
+        clock(20_000),
+    ] {
+        a.push(&e, &mut out);
+    }
+    let s = out.last().expect("an interval of the new length closed");
+    assert_eq!(
+        s.t_start_ns, 4_500,
+        "the new interval starts at the latest event"
+    );
+    assert_eq!(s.len_ns(), 10_000);
+    assert_eq!(
+        s.runqlat_us.count, 1,
+        "only `web` itself, known from before: {s:?}"
+    );
+    assert_eq!(s.migrations.total, 1);
+}
+
+#[test]
 fn filter_by_cpus() {
     let f = Filter {
         cpus: Some(CpuSet::parse_list("4-5").unwrap()),

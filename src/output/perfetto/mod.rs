@@ -18,8 +18,8 @@
 //!   from its parent's CPU is a "fork" migration, as the analyzer counts it (`tracks`).
 //! - Counter tracks: each CPU's nr_running, and each domain's idle-while-others-wait status
 //!   as the analyzer computes it (0 none, 1 pinned waiters only, 2 a movable waiter): the
-//!   writer feeds every event to its own [`Analyzer`] and reads its status after each event
-//!   that can change it, writing a sample only on change.
+//!   writer is handed the pipeline's [`Analyzer`] after each event (a per-event sink) and
+//!   reads its status after each event that can change it, writing a sample only on change.
 //!
 //! Clocks: event times are CLOCK_MONOTONIC. Ftrace bundles are read as BOOTTIME, track
 //! events carry clock id MONOTONIC, and a `ClockSnapshot` first in the file declares both
@@ -34,7 +34,7 @@ mod tasks;
 mod tests;
 mod tracks;
 
-use crate::analyze::{Analyzer, AnalyzerConfig, Snapshot, WaitStatus};
+use crate::analyze::{Analyzer, AnalyzerConfig, WaitStatus};
 use crate::event::{Event, EventKind, Pid, Reason, ReasonSource};
 use crate::topology::Topology;
 use proto::Proto;
@@ -69,6 +69,11 @@ const SNAPSHOT_CLOCKS: u32 = 1;
 const CLOCK_ID: u32 = 1;
 const CLOCK_TIMESTAMP: u32 = 2;
 
+/// The analyzer whose per-event state the writer draws (no filter: every domain).
+pub fn analyzer(topo: &Topology) -> Analyzer {
+    Analyzer::new(topo.clone(), AnalyzerConfig::default())
+}
+
 /// Writes events as a Perfetto trace. Feed every event in recording order, then call
 /// [`PerfettoWriter::finish`]: batches still open are written only then.
 pub struct PerfettoWriter<W: Write> {
@@ -77,8 +82,7 @@ pub struct PerfettoWriter<W: Write> {
     out: Vec<u8>,
     clock_base_ns: i64,
     started: bool,
-    analyzer: Analyzer,
-    snapshots: Vec<Snapshot>,
+    topo: Topology,
     sched: CompactSched,
     tasks: Tasks,
     tracks: Tracks,
@@ -95,8 +99,7 @@ impl<W: Write> PerfettoWriter<W> {
             out: Vec::with_capacity(FLUSH_BYTES * 2),
             clock_base_ns,
             started: false,
-            analyzer: Analyzer::new(topo.clone(), AnalyzerConfig::default()),
-            snapshots: Vec::new(),
+            topo: topo.clone(),
             sched: CompactSched::new(SEQ_FTRACE),
             tasks: Tasks::new(SEQ_TRACKS, topo.nr_cpus),
             tracks: Tracks::new(SEQ_TRACKS),
@@ -104,14 +107,13 @@ impl<W: Write> PerfettoWriter<W> {
         })
     }
 
-    /// Adds one event.
-    pub fn write(&mut self, ev: &Event) -> io::Result<()> {
+    /// Adds one event, which `analyzer` (made by [`analyzer`]) has just
+    /// applied.
+    pub fn write(&mut self, ev: &Event, analyzer: &Analyzer) -> io::Result<()> {
         if !self.started {
             self.started = true;
             self.clock_snapshot(ev.ts_ns);
         }
-        self.analyzer.push(ev, &mut self.snapshots);
-        self.snapshots.clear();
         let (ts, cpu) = (ev.ts_ns, ev.cpu);
         match &ev.kind {
             EventKind::Switch {
@@ -176,7 +178,7 @@ impl<W: Write> PerfettoWriter<W> {
             _ => {}
         }
         if changes_waiting(&ev.kind) {
-            self.idle_waiting_counters();
+            self.idle_waiting_counters(analyzer);
         }
         if self.out.len() >= FLUSH_BYTES {
             self.w.write_all(&self.out)?;
@@ -210,7 +212,7 @@ impl<W: Write> PerfettoWriter<W> {
         stack_id: Option<u32>,
     ) {
         let (pid, src_cpu, dst_cpu) = m;
-        let topo = self.analyzer.topology();
+        let topo = &self.topo;
         let level = topo.crossed_level(src_cpu as usize, dst_cpu as usize);
         let m = Migration {
             ts,
@@ -227,10 +229,10 @@ impl<W: Write> PerfettoWriter<W> {
     }
 
     /// Samples every domain whose idle-while-waiting status changed.
-    fn idle_waiting_counters(&mut self) {
-        let ts = self.analyzer.now_ns();
-        let topo = self.analyzer.topology();
-        for (i, (level, span, status)) in self.analyzer.idle_waiting_status().enumerate() {
+    fn idle_waiting_counters(&mut self, analyzer: &Analyzer) {
+        let ts = analyzer.now_ns();
+        let topo = &self.topo;
+        for (i, (level, span, status)) in analyzer.idle_waiting_status().enumerate() {
             let value = match status {
                 WaitStatus::None => 0,
                 WaitStatus::Pinned => 1,

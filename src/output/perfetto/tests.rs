@@ -127,8 +127,11 @@ fn nr(ts: u64, rq_cpu: u32, nr_running: u32) -> Event {
 
 fn export(topo: &Topology, events: &[Event]) -> Vec<u8> {
     let mut w = PerfettoWriter::new(Vec::new(), topo, 1_000_000).unwrap();
+    let mut a = super::analyzer(topo);
+    let mut snaps = Vec::new();
     for e in events {
-        w.write(e).unwrap();
+        a.push(e, &mut snaps);
+        w.write(e, &a).unwrap();
     }
     w.finish().unwrap()
 }

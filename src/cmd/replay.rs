@@ -1,0 +1,109 @@
+//! `lbscope replay` (and `top --demo`): a recording analysed through the pipeline into a
+//! history of snapshots, each with its most migrated tasks, which the TUI walks at the
+//! chosen speed; `+`/`-` and `/` analyse it again with the new interval or filter.
+
+use super::{settings, stop_on_signals, CmdError};
+use crate::analyze::{Analyzer, AnalyzerConfig};
+use crate::cli::{FilterArgs, ModelArgs, ReplayArgs};
+use crate::pipeline::{Driver, Source};
+use crate::record::{Damage, Header, RecordError};
+use crate::tui::app::{App, SourceInfo};
+use crate::tui::run::{self, ReplayFeed};
+use crate::tui::tally::{Analysed, Tallied};
+use std::sync::atomic::AtomicBool;
+
+/// Runs `lbscope replay`.
+pub fn run(args: &ReplayArgs) -> Result<(), CmdError> {
+    let interval_ns = settings::interval_ns(args.interval)?;
+    let speed = settings::speed(args.speed)?;
+    let path = args.file.clone();
+    let open = || Source::file(&path);
+    // The file name: the title line has no room for a long path.
+    let name = args.file.file_name().map_or_else(
+        || args.file.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    replay(
+        &open,
+        &name,
+        interval_ns,
+        speed,
+        (&args.filter, &args.model),
+    )
+}
+
+/// Every interval of a recording, the final partial one included, each with its most
+/// migrated tasks.
+pub fn analyze_recording(
+    src: Source,
+    interval_ns: u64,
+    filter: &FilterArgs,
+    model: &ModelArgs,
+) -> Result<(Header, Analysed, Damage), CmdError> {
+    let model = model.config(&src.header.kernel_release);
+    let topo = src.topology().clone();
+    let filter = settings::filter(filter, &topo, false)?;
+    let mut tallied = Tallied::new(filter.clone());
+    let analyzer = Analyzer::new(
+        topo,
+        AnalyzerConfig {
+            interval_ns,
+            filter,
+            model,
+        },
+    );
+    // A recording warns only of damage, which the damage report covers; stderr would draw
+    // over the screen during a re-analysis.
+    Driver::new(analyzer).run(&src, &mut [&mut tallied], &AtomicBool::new(false))?;
+    let header = src.header.clone();
+    Ok((header, tallied.out, src.finish().damage))
+}
+
+/// Opens the recording again (each analysis reads it from the start).
+pub type Opener<'a> = dyn Fn() -> Result<Source, RecordError> + 'a;
+
+/// Shows the recording `open` opens in the TUI until `q`.
+pub fn replay(
+    open: &Opener<'_>,
+    name: &str,
+    interval_ns: u64,
+    speed: f64,
+    (filter, model): (&FilterArgs, &ModelArgs),
+) -> Result<(), CmdError> {
+    let (header, snaps, damage) = analyze_recording(open()?, interval_ns, filter, model)?;
+    let mut info = crate::tui::recording_info(name, &header);
+    if let (Some((a, _)), Some((b, _))) = (snaps.first(), snaps.last()) {
+        info.span_ns = b.t_end_ns.saturating_sub(a.t_start_ns);
+    }
+    let mut app = App::new(
+        header.topology.clone(),
+        interval_ns,
+        SourceInfo::Replay(info),
+        header.clock_base_ns,
+    );
+    app.comm = filter.comm.clone();
+    app.speed = speed;
+    app.replace_history(snaps, None);
+    if !damage.is_clean() {
+        app.status = Some(format!(
+            "damaged recording: {} chunk(s) skipped; figures cover the readable chunks",
+            damage.skipped_chunks
+        ));
+    }
+    let stop = stop_on_signals()?;
+    let mut guard = crate::tui::term::enter().map_err(|e| CmdError::Failed(e.to_string()))?;
+    let base = filter.clone();
+    let mut feed = ReplayFeed::new(|ns, comm| {
+        let f = FilterArgs {
+            comm,
+            ..base.clone()
+        };
+        let src = open().map_err(|e| e.to_string())?;
+        analyze_recording(src, ns, &f, model)
+            .map(|(_, s, _)| s)
+            .map_err(|e| e.to_string())
+    });
+    let r = run::run(&mut guard, &mut app, &mut feed, &stop);
+    drop(guard);
+    Ok(r?)
+}

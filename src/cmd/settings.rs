@@ -1,0 +1,242 @@
+//! Checked settings from the raw command-line arguments: every refusal of a flag or a flag
+//! combination lives here, each a one-line error that names the fix. Commands take their
+//! settings from these functions and never re-check arguments themselves.
+
+use super::CmdError;
+use crate::analyze::Filter;
+use crate::cli::FilterArgs;
+use crate::cpuset::CpuSet;
+use crate::topology::Topology;
+
+/// Turns the filter flags into an analyzer filter, checking them against the machine.
+pub fn filter(f: &FilterArgs, topo: &Topology, live: bool) -> Result<Filter, CmdError> {
+    if let Some(pid) = f.pid {
+        if live && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(CmdError::Usage(format!(
+                "no process with PID {pid}: check it with `ps -p {pid}` (use --comm NAME to catch a process that has not started yet)"
+            )));
+        }
+    }
+    if let Some(c) = &f.comm {
+        if c.is_empty() || c.len() > 15 {
+            return Err(CmdError::Usage(format!(
+                "--comm '{c}': a task name is 1 to 15 bytes (the kernel truncates longer ones; use the first 15)"
+            )));
+        }
+    }
+    let cpus = match &f.cpus {
+        Some(s) => {
+            let set = CpuSet::parse_list(s)
+                .map_err(|e| CmdError::Usage(format!("--cpus '{s}': {e} (example: 0-3,8)")))?;
+            if set.is_empty() || !set.is_subset(&topo.online) {
+                return Err(CmdError::Usage(format!(
+                    "--cpus '{s}': online CPUs are {}",
+                    topo.online
+                )));
+            }
+            Some(set)
+        }
+        None => None,
+    };
+    Ok(Filter {
+        tgid: f.pid,
+        comm: f.comm.clone(),
+        cpus,
+    })
+}
+
+/// Validates the interval flag.
+pub fn interval_ns(secs: f64) -> Result<u64, CmdError> {
+    if !(secs.is_finite() && (0.01..=86_400.0 * 365.0).contains(&secs)) {
+        return Err(CmdError::Usage(format!(
+            "-i {secs}: the interval is a number of seconds from 0.01 up"
+        )));
+    }
+    Ok((secs * 1e9) as u64)
+}
+
+/// Validates `-c`: at least one interval.
+pub fn count(c: Option<u64>) -> Result<Option<u64>, CmdError> {
+    if c == Some(0) {
+        return Err(CmdError::Usage("-c 0: the count is at least 1".into()));
+    }
+    Ok(c)
+}
+
+/// Validates replay's `--speed`.
+pub fn speed(s: f64) -> Result<f64, CmdError> {
+    if !(s.is_finite() && (0.01..=1000.0).contains(&s)) {
+        return Err(CmdError::Usage(format!(
+            "--speed {s}: a factor from 0.01 to 1000"
+        )));
+    }
+    Ok(s)
+}
+
+/// Validates record's `--duration` (seconds).
+pub fn duration(d: Option<f64>) -> Result<Option<std::time::Duration>, CmdError> {
+    match d {
+        Some(d) if !(d.is_finite() && d > 0.0) => Err(CmdError::Usage(format!(
+            "--duration {d}: a number of seconds above 0"
+        ))),
+        Some(d) => Ok(Some(std::time::Duration::from_secs_f64(d))),
+        None => Ok(None),
+    }
+}
+
+/// Validates `--synthetic CPUS`.
+pub fn synthetic_cpus(cpus: usize) -> Result<usize, CmdError> {
+    if !(2..=crate::cpuset::MAX_CPUS).contains(&cpus) {
+        return Err(CmdError::Usage(format!(
+            "--synthetic {cpus}: from 2 to {} CPUs",
+            crate::cpuset::MAX_CPUS
+        )));
+    }
+    Ok(cpus)
+}
+
+/// The live source's settings from the collection flags, checked (one place for `report`,
+/// `record` and `top`); `recording` when the run writes a recording, which keeps every
+/// record (otherwise what only a recording reads is not traced at all).
+#[cfg(feature = "bpf")]
+pub fn live_config(
+    c: &crate::cli::CollectArgs,
+    recording: bool,
+    fold: Option<(crate::cli::FoldMode, &crate::cli::FilterArgs)>,
+) -> Result<crate::source::live::LiveConfig, CmdError> {
+    let unneeded = if recording {
+        Vec::new()
+    } else {
+        crate::source::live::RECORDING_ONLY.to_vec()
+    };
+    let cpus = crate::source::live::possible_cpus();
+    let (fold, fold_tgid) = match fold {
+        Some((mode, f)) => (folds(mode, recording, f, cpus)?, f.pid),
+        None => (false, None),
+    };
+    Ok(crate::source::live::LiveConfig {
+        ringbuf_bytes: ringbuf_bytes(c)?,
+        attach: c.attach,
+        unneeded,
+        fold,
+        fold_tgid,
+        ..Default::default()
+    })
+}
+
+/// Whether a live run folds latency in the kernel (`--fold`), on a machine of `cpus` CPUs.
+pub fn folds(
+    mode: crate::cli::FoldMode,
+    recording: bool,
+    f: &crate::cli::FilterArgs,
+    cpus: usize,
+) -> Result<bool, CmdError> {
+    use crate::cli::FoldMode;
+    let unfit = if recording {
+        Some("a recording keeps every event (drop -o, or --fold)")
+    } else if f.comm.is_some() {
+        Some("the kernel folds by process, not by name (use -p, or drop --fold)")
+    } else if f.cpus.is_some() {
+        Some("the kernel folds per process over all CPUs (drop --cpus, or --fold)")
+    } else {
+        None
+    };
+    match (mode, unfit) {
+        (FoldMode::Off, _) => Ok(false),
+        (FoldMode::On, Some(why)) => Err(CmdError::Usage(format!("--fold on: {why}"))),
+        (FoldMode::On, None) => Ok(true),
+        (FoldMode::Auto, unfit) => Ok(unfit.is_none() && cpus > crate::cli::FOLD_AUTO_CPUS),
+    }
+}
+
+/// Validates `--ringbuf-mb` and returns bytes.
+#[cfg(feature = "bpf")]
+fn ringbuf_bytes(c: &crate::cli::CollectArgs) -> Result<u32, CmdError> {
+    if let Some(kb) = c.ringbuf_kb {
+        if !kb.is_power_of_two() || !(4..=1 << 20).contains(&kb) {
+            return Err(CmdError::Usage(format!(
+                "--ringbuf-kb {kb}: a power of two from 4 to 1048576"
+            )));
+        }
+        return Ok(kb << 10);
+    }
+    let mb = c.ringbuf_mb;
+    if !mb.is_power_of_two() || mb > 1024 {
+        return Err(CmdError::Usage(format!(
+            "--ringbuf-mb {mb}: a power of two from 1 to 1024"
+        )));
+    }
+    Ok(mb << 20)
+}
+
+/// Refuses an output path that cannot be a recording: a directory, a symlink, or a missing
+/// parent directory.
+pub fn check_output(path: &std::path::Path) -> Result<(), CmdError> {
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        if m.file_type().is_symlink() {
+            return Err(CmdError::Usage(format!(
+                "{}: is a symbolic link; lbscope does not write through links: name the target file",
+                path.display()
+            )));
+        }
+        if m.is_dir() {
+            return Err(CmdError::Usage(format!(
+                "{}: is a directory: name a file",
+                path.display()
+            )));
+        }
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(dir) = parent {
+        if !dir.is_dir() {
+            return Err(CmdError::Usage(format!(
+                "{}: directory {} does not exist",
+                path.display(),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::folds;
+    use crate::cli::{FilterArgs, FoldMode, FOLD_AUTO_CPUS};
+
+    #[test]
+    fn fold_when_asked_or_when_big() {
+        let none = FilterArgs::default();
+        let pid = FilterArgs {
+            pid: Some(7),
+            ..Default::default()
+        };
+        let comm = FilterArgs {
+            comm: Some("x".into()),
+            ..Default::default()
+        };
+        let cpus = FilterArgs {
+            cpus: Some("0-3".into()),
+            ..Default::default()
+        };
+        let big = FOLD_AUTO_CPUS + 1;
+        // auto: only big machines, and never where folding would lose what was asked for.
+        assert!(!folds(FoldMode::Auto, false, &none, FOLD_AUTO_CPUS).unwrap());
+        assert!(folds(FoldMode::Auto, false, &none, big).unwrap());
+        assert!(folds(FoldMode::Auto, false, &pid, big).unwrap());
+        assert!(!folds(FoldMode::Auto, true, &none, big).unwrap());
+        assert!(!folds(FoldMode::Auto, false, &comm, big).unwrap());
+        assert!(!folds(FoldMode::Auto, false, &cpus, big).unwrap());
+        // on: refused where it cannot keep its promise, with the reason.
+        assert!(folds(FoldMode::On, false, &pid, 2).unwrap());
+        for (rec, f, why) in [
+            (true, &none, "recording"),
+            (false, &comm, "by process"),
+            (false, &cpus, "--cpus"),
+        ] {
+            let e = folds(FoldMode::On, rec, f, 2).unwrap_err().to_string();
+            assert!(e.contains("--fold on") && e.contains(why), "{e}");
+        }
+        assert!(!folds(FoldMode::Off, false, &none, big).unwrap());
+    }
+}

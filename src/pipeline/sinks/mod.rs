@@ -1,0 +1,18 @@
+//! The sinks commands wire into the pipeline (the TUI's is in `crate::tui::run`):
+//! - `print`: snapshots as report text or JSON lines, and warnings on stderr;
+//! - `recorder`: every batch into a recording, with a progress line;
+//! - `validate`: every batch into the validator (the model against the kernel's decisions);
+//! - `export`: every event into Perfetto and JSON-lines files;
+//! - `history`: every snapshot kept, for replay and diff.
+
+mod export;
+mod history;
+mod print;
+mod recorder;
+mod validate;
+
+pub use export::{JsonlSink, PerfettoSink};
+pub use history::History;
+pub use print::{Printer, Warnings};
+pub use recorder::Recorder;
+pub use validate::Validation;
