@@ -26,6 +26,7 @@ mod hist;
 mod idle;
 mod latency;
 mod migrations;
+mod per_task;
 mod snapshot;
 mod task;
 #[cfg(test)]
@@ -36,9 +37,10 @@ pub use hist::{log2_slot, LOG2_SLOTS};
 pub use idle::WaitStatus;
 pub use latency::TOP_PROCESSES;
 pub use migrations::reason_names;
+pub use per_task::TOP_TASKS;
 pub use snapshot::{
     CpuLatency, CpuStatus, DomainLatency, IdleWhileWaiting, LatencySummary, MigrationStats,
-    ProcessLatency, Snapshot, UnknownStack,
+    ProcessLatency, Signal, Snapshot, TaskMigrations, UnknownStack, SIGNAL_MIN_FRACTION,
 };
 
 use crate::cpuset::CpuSet;
@@ -49,6 +51,7 @@ use crate::topology::{IndexedTopology, Topology};
 use idle::IdleAccounting;
 use latency::LatencyCollector;
 use migrations::MigrationCounter;
+use per_task::PerTask;
 use std::collections::BTreeMap;
 use task::{forget_exited, identity, wait_on, Exited, TaskState};
 
@@ -92,6 +95,7 @@ pub struct Analyzer {
     exited: Exited,
     idle: IdleAccounting,
     migrations: MigrationCounter,
+    per_task: PerTask,
     latency: LatencyCollector,
     lost: u64,
     lost_by_cpu: BTreeMap<u32, u64>,
@@ -120,6 +124,7 @@ impl Analyzer {
         Analyzer {
             idle: IdleAccounting::new(&topology, |level, span| model.missed_pull_ns(level, span)),
             migrations: MigrationCounter::new(topology.levels.len()),
+            per_task: PerTask::default(),
             latency: LatencyCollector::default(),
             interval_ns: config.interval_ns.max(1),
             all_cpus,
@@ -297,6 +302,11 @@ impl Analyzer {
         let (domains, findings, findings_by_kind) = self
             .model
             .take(start, end, |span| filter.matches_span(span));
+        let (tasks, names, exited, now) = (&self.tasks, &self.names, &self.exited, self.now);
+        let migrations_by_task = self
+            .per_task
+            .take(|pid| identity(tasks, names, exited, now, pid));
+        let idle_while_waiting = self.idle.take(len, &self.topo, filter);
         let snap = Snapshot {
             t_start_ns: start,
             t_end_ns: end,
@@ -307,7 +317,8 @@ impl Analyzer {
             runqlat_by_cpu: lat.by_cpu,
             runqlat_by_domain: lat.by_domain,
             runqlat_by_process: lat.by_process,
-            idle_while_waiting: self.idle.take(len, &self.topo, filter),
+            signals: Signal::of(&idle_while_waiting),
+            idle_while_waiting,
             lost_events: std::mem::take(&mut self.lost),
             lost_by_cpu: std::mem::take(&mut self.lost_by_cpu),
             cpus: self.cpu_table(),
@@ -315,6 +326,7 @@ impl Analyzer {
             domains,
             findings,
             findings_by_kind,
+            migrations_by_task,
         };
         self.start = Some(end);
         self.dirty = false;
@@ -448,7 +460,9 @@ impl Analyzer {
                     self.start_wait(*pid, *dst_cpu);
                 }
                 let how = (*reason, *source == ReasonSource::Context, *stack_id);
-                self.count_migration(*pid, *src_cpu, *dst_cpu, level, how);
+                if self.count_migration(*pid, *src_cpu, *dst_cpu, level, how) {
+                    self.per_task.count(*pid);
+                }
             }
             EventKind::Stack { id, frames, .. } => self.migrations.describe_stack(*id, frames),
             EventKind::Capacity { rq_cpu, capacity } => {
@@ -663,8 +677,9 @@ impl Analyzer {
         self.latency.record(cpu, tgid, ns, name);
     }
 
-    /// Counts `pid`'s move `src -> dst`, which crossed `level`, if the report shows it. `how`:
-    /// its reason, whether the reason comes from the context, its stack.
+    /// Counts `pid`'s move `src -> dst`, which crossed `level`, if the report shows it (and
+    /// says whether it does). `how`: its reason, whether the reason comes from the context,
+    /// its stack.
     fn count_migration(
         &mut self,
         pid: Pid,
@@ -672,11 +687,12 @@ impl Analyzer {
         dst: u32,
         level: Option<usize>,
         how: (Reason, bool, Option<u32>),
-    ) {
+    ) -> bool {
         if src == dst || !self.config.filter.matches_move(src, dst) || !self.task_matches(pid) {
-            return;
+            return false;
         }
         let (reason, by_context, stack_id) = how;
         self.migrations.record(reason, level, by_context, stack_id);
+        true
     }
 }

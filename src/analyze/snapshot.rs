@@ -3,6 +3,7 @@
 //! added, none renamed. Every `f64` is a decimal with few digits (microseconds with at most
 //! three decimals, fractions with at most six) so that JSON round trips compare equal.
 
+pub use super::per_task::TaskMigrations;
 use crate::cpuset::CpuSet;
 use crate::model::{DomainView, Finding};
 use serde::{Deserialize, Serialize};
@@ -51,6 +52,54 @@ pub struct Snapshot {
     /// Every finding of the interval counted by kind (all kinds present).
     #[serde(default)]
     pub findings_by_kind: BTreeMap<String, u64>,
+    /// The most migrated tasks of the interval (at most 10), most migrations first.
+    #[serde(default)]
+    pub migrations_by_task: Vec<TaskMigrations>,
+    /// What the measurements alone point at, worst first, without the model: domains where
+    /// a CPU sat idle while a task it could have run waited elsewhere in the span for at
+    /// least [`SIGNAL_MIN_FRACTION`] of the interval.
+    #[serde(default)]
+    pub signals: Vec<Signal>,
+}
+
+/// An idle-while-others-wait share of the interval from which a domain is a [`Signal`].
+pub const SIGNAL_MIN_FRACTION: f64 = 0.01;
+
+/// A measured signal: one domain's idle-while-others-wait time over the interval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Signal {
+    /// What was measured: "idle_while_others_wait".
+    pub kind: String,
+    /// Level key.
+    pub level: String,
+    /// The domain's span.
+    pub span: CpuSet,
+    /// Share of the interval a CPU was idle while a movable task waited in the span.
+    pub movable_fraction: f64,
+    /// The same time, ns.
+    pub movable_ns: u64,
+    /// Share of the interval only pinned tasks waited while a CPU was idle.
+    pub pinned_fraction: f64,
+}
+
+impl Signal {
+    /// The signals of an interval's idle-while-waiting figures, worst first.
+    pub fn of(idle: &[IdleWhileWaiting]) -> Vec<Signal> {
+        let mut v: Vec<Signal> = idle
+            .iter()
+            .filter(|w| w.movable_fraction >= SIGNAL_MIN_FRACTION)
+            .map(|w| Signal {
+                kind: "idle_while_others_wait".into(),
+                level: w.level.clone(),
+                span: w.span,
+                movable_fraction: w.movable_fraction,
+                movable_ns: w.movable_ns,
+                pinned_fraction: w.pinned_fraction,
+            })
+            .collect();
+        v.sort_by(|a, b| b.movable_fraction.total_cmp(&a.movable_fraction));
+        v
+    }
 }
 
 /// Migration counts of one interval.

@@ -2,16 +2,14 @@
 //! (crate::diff); printed as text or JSON, or shown in the TUI (`--tui`).
 
 use super::{damage_outcome, settings, stop_on_signals, CmdError};
-use crate::analyze::{Analyzer, AnalyzerConfig, Snapshot};
+use crate::analyze::Snapshot;
 use crate::cli::{DiffArgs, FilterArgs, ModelArgs};
 use crate::diff::{Diff, RunMeta, RunSummary};
-use crate::pipeline::sinks::{History, Warnings};
-use crate::pipeline::{Driver, Source};
+use crate::pipeline::Source;
 use crate::record::{Damage, Header};
 use crate::topology::Topology;
 use crate::tui::app::App;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 
 /// Every interval of a recording, the final partial one included.
 pub fn analyze_file(
@@ -20,25 +18,7 @@ pub fn analyze_file(
     filter: &FilterArgs,
     model: &ModelArgs,
 ) -> Result<(Header, Vec<Snapshot>, Damage), CmdError> {
-    let src = Source::file(path)?;
-    let topo = src.topology().clone();
-    let filter = settings::filter(filter, &topo, false)?;
-    let analyzer = Analyzer::new(
-        topo,
-        AnalyzerConfig {
-            interval_ns,
-            filter,
-            model: model.config(&src.header.kernel_release),
-        },
-    );
-    let mut history = History::default();
-    Driver::new(analyzer).run(
-        &src,
-        &mut [&mut history, &mut Warnings],
-        &AtomicBool::new(false),
-    )?;
-    let header = src.header.clone();
-    Ok((header, history.0, src.finish().damage))
+    super::replay::analyze_recording(Source::file(path)?, interval_ns, filter, model)
 }
 
 fn meta(h: &Header) -> RunMeta {

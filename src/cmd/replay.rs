@@ -1,15 +1,16 @@
 //! `lbscope replay` (and `top --demo`): a recording analysed through the pipeline into a
-//! history of snapshots, each with its most migrated tasks, which the TUI walks at the
-//! chosen speed; `+`/`-` and `/` analyse it again with the new interval or filter.
+//! history of snapshots, which the TUI walks at the chosen speed; `+`/`-` and `/` analyse
+//! it again with the new interval or filter.
 
 use super::{settings, stop_on_signals, CmdError};
+use crate::analyze::Snapshot;
 use crate::analyze::{Analyzer, AnalyzerConfig};
 use crate::cli::{FilterArgs, ModelArgs, ReplayArgs};
+use crate::pipeline::sinks::History;
 use crate::pipeline::{Driver, Source};
 use crate::record::{Damage, Header, RecordError};
 use crate::tui::app::{App, SourceInfo};
 use crate::tui::run::{self, ReplayFeed};
-use crate::tui::tally::{Analysed, Tallied};
 use std::sync::atomic::AtomicBool;
 
 /// Runs `lbscope replay`.
@@ -32,18 +33,17 @@ pub fn run(args: &ReplayArgs) -> Result<(), CmdError> {
     )
 }
 
-/// Every interval of a recording, the final partial one included, each with its most
-/// migrated tasks.
+/// Every interval of a recording, the final partial one included.
 pub fn analyze_recording(
     src: Source,
     interval_ns: u64,
     filter: &FilterArgs,
     model: &ModelArgs,
-) -> Result<(Header, Analysed, Damage), CmdError> {
+) -> Result<(Header, Vec<Snapshot>, Damage), CmdError> {
     let model = model.config(&src.header.kernel_release);
     let topo = src.topology().clone();
     let filter = settings::filter(filter, &topo, false)?;
-    let mut tallied = Tallied::new(filter.clone());
+    let mut history = History::default();
     let analyzer = Analyzer::new(
         topo,
         AnalyzerConfig {
@@ -54,9 +54,9 @@ pub fn analyze_recording(
     );
     // A recording warns only of damage, which the damage report covers; stderr would draw
     // over the screen during a re-analysis.
-    Driver::new(analyzer).run(&src, &mut [&mut tallied], &AtomicBool::new(false))?;
+    Driver::new(analyzer).run(&src, &mut [&mut history], &AtomicBool::new(false))?;
     let header = src.header.clone();
-    Ok((header, tallied.out, src.finish().damage))
+    Ok((header, history.0, src.finish().damage))
 }
 
 /// Opens the recording again (each analysis reads it from the start).
@@ -72,7 +72,7 @@ pub fn replay(
 ) -> Result<(), CmdError> {
     let (header, snaps, damage) = analyze_recording(open()?, interval_ns, filter, model)?;
     let mut info = crate::tui::recording_info(name, &header);
-    if let (Some((a, _)), Some((b, _))) = (snaps.first(), snaps.last()) {
+    if let (Some(a), Some(b)) = (snaps.first(), snaps.last()) {
         info.span_ns = b.t_end_ns.saturating_sub(a.t_start_ns);
     }
     let mut app = App::new(

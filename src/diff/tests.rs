@@ -108,6 +108,8 @@ fn snaps(ivs: &[Iv]) -> Vec<Snapshot> {
                     .iter()
                     .map(|(k, n)| (k.to_string(), *n))
                     .collect(),
+                migrations_by_task: vec![],
+                signals: vec![],
             }
         })
         .collect()

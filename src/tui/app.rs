@@ -7,8 +7,8 @@
 //! set, indexes into it; without a cursor the views show the newest snapshot.
 
 use super::keymap::Action;
-use super::tally::TaskMigrations;
 use crate::analyze::Snapshot;
+use crate::analyze::TaskMigrations;
 use crate::diff::Diff;
 use crate::topology::Topology;
 use std::collections::VecDeque;
@@ -124,8 +124,6 @@ pub struct App {
     pub topo: Topology,
     /// Snapshots, oldest first.
     pub history: VecDeque<Snapshot>,
-    /// The most migrated tasks of each snapshot, in step with `history`.
-    pub top_tasks: VecDeque<Vec<TaskMigrations>>,
     /// The snapshot shown; `None` = the newest.
     pub cursor: Option<usize>,
     /// Pause: live keeps collecting but the screen holds; replay stops advancing.
@@ -168,7 +166,6 @@ impl App {
             prev_view: View::Overview,
             topo,
             history: VecDeque::new(),
-            top_tasks: VecDeque::new(),
             cursor: None,
             paused: false,
             interval_ns,
@@ -215,47 +212,32 @@ impl App {
 
     /// The most migrated tasks of the shown snapshot.
     pub fn current_tasks(&self) -> &[TaskMigrations] {
-        self.position()
-            .and_then(|i| self.top_tasks.get(i))
-            .map_or(&[], |v| &v[..])
+        self.current().map_or(&[], |s| &s.migrations_by_task[..])
     }
 
     /// Forgets every snapshot (the analysis restarted).
     pub fn clear_history(&mut self) {
         self.history.clear();
-        self.top_tasks.clear();
         self.cursor = None;
     }
 
-    /// Adds a snapshot without per-task figures.
+    /// Adds a snapshot from the analyzer. A paused live screen keeps showing its snapshot.
     pub fn push(&mut self, s: Snapshot) {
-        self.push_with(s, Vec::new());
-    }
-
-    /// Adds a snapshot from the analyzer and its most migrated tasks. A paused live screen
-    /// keeps showing its snapshot.
-    pub fn push_with(&mut self, s: Snapshot, tasks: Vec<TaskMigrations>) {
         if self.paused && self.cursor.is_none() && !self.history.is_empty() {
             self.cursor = Some(self.history.len() - 1);
         }
         if self.history.len() == HISTORY {
             self.history.pop_front();
-            self.top_tasks.pop_front();
             if let Some(c) = self.cursor.as_mut() {
                 *c = c.saturating_sub(1);
             }
         }
         self.history.push_back(s);
-        self.top_tasks.push_back(tasks);
     }
 
     /// Replaces the snapshots (a replay re-analysed), keeping the cursor near `t_ns`.
-    pub fn replace_history(
-        &mut self,
-        snaps: Vec<(Snapshot, Vec<TaskMigrations>)>,
-        t_ns: Option<u64>,
-    ) {
-        (self.history, self.top_tasks) = snaps.into_iter().unzip();
+    pub fn replace_history(&mut self, snaps: Vec<Snapshot>, t_ns: Option<u64>) {
+        self.history = snaps.into();
         self.cursor = if self.history.is_empty() {
             None
         } else {

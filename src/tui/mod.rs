@@ -6,14 +6,12 @@
 //! - `state`: the adapter from snapshots to domain, group and finding rows;
 //! - `views`: one file per view, reading state only;
 //! - `run`: the event loop and its feeds (live analyzer, replay cursor);
-//! - `tally`: the most migrated tasks of each interval, counted beside the analyzer;
 //! - `term`: raw mode, the alternate screen, restoring them on every exit, `NO_COLOR`.
 
 pub mod app;
 pub mod keymap;
 pub mod run;
 pub mod state;
-pub mod tally;
 pub mod term;
 #[cfg(test)]
 mod tests;

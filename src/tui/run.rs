@@ -7,7 +7,6 @@
 //! `+`/`-` and `/` reconfigure the live analyzer in place (`Analyzer::reconfigure`).
 
 use super::app::{App, Effect};
-use super::tally::{Analysed, Tally};
 use super::term::{Guard, Palette};
 use super::{keymap, views};
 use crate::analyze::{Analyzer, Filter, Snapshot};
@@ -91,14 +90,12 @@ pub fn run(
 pub struct LiveFeed {
     src: Source,
     driver: Driver,
-    tally: Tally,
 }
 
 impl LiveFeed {
     /// A feed of `src` into `analyzer`.
     pub fn new(src: Source, analyzer: Analyzer) -> Self {
         LiveFeed {
-            tally: Tally::new(analyzer.config().filter.clone()),
             src,
             driver: Driver::new(analyzer),
         }
@@ -108,18 +105,11 @@ impl LiveFeed {
 /// The app as a sink of the live pipeline.
 struct AppSink<'a> {
     app: &'a mut App,
-    tally: &'a mut Tally,
 }
 
 impl Sink for AppSink<'_> {
-    fn events(&mut self, batch: &[crate::event::Event]) -> io::Result<()> {
-        batch.iter().for_each(|ev| self.tally.observe(ev));
-        Ok(())
-    }
-
     fn snapshot(&mut self, s: &Snapshot) -> io::Result<()> {
-        let top = self.tally.close(s);
-        self.app.push_with(s.clone(), top);
+        self.app.push(s.clone());
         Ok(())
     }
 
@@ -130,10 +120,7 @@ impl Sink for AppSink<'_> {
 
 impl Feed for LiveFeed {
     fn pump(&mut self, app: &mut App) -> bool {
-        let mut sink = AppSink {
-            app,
-            tally: &mut self.tally,
-        };
+        let mut sink = AppSink { app };
         let p = match self.driver.pump(&self.src, &mut [&mut sink], MAX_BATCHES) {
             Ok(p) => p,
             Err(e) => {
@@ -160,8 +147,7 @@ impl Feed for LiveFeed {
             comm,
             ..a.config().filter.clone()
         };
-        a.reconfigure(interval_ns, filter.clone());
-        self.tally.set_filter(filter);
+        a.reconfigure(interval_ns, filter);
     }
 
     fn stop(&mut self) {
@@ -189,7 +175,7 @@ pub struct ReplayFeed<F> {
 
 impl<F> ReplayFeed<F>
 where
-    F: FnMut(u64, Option<String>) -> Result<Analysed, String>,
+    F: FnMut(u64, Option<String>) -> Result<Vec<Snapshot>, String>,
 {
     /// A feed that advances the cursor of an app whose history holds the whole recording.
     pub fn new(reanalyze: F) -> Self {
@@ -202,7 +188,7 @@ where
 
 impl<F> Feed for ReplayFeed<F>
 where
-    F: FnMut(u64, Option<String>) -> Result<Analysed, String>,
+    F: FnMut(u64, Option<String>) -> Result<Vec<Snapshot>, String>,
 {
     fn pump(&mut self, app: &mut App) -> bool {
         let Some(pos) = app.position() else {

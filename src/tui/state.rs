@@ -181,19 +181,11 @@ pub fn findings(snap: &Snapshot) -> Option<Vec<FindingRow>> {
     )
 }
 
-/// Idle-while-others-wait above this fraction of the interval is listed as a signal.
-pub const SIGNAL_MIN_FRACTION: f64 = 0.01;
-
-/// What the measurements alone point at, worst first: domains where a CPU sat idle while a
-/// task it could have run waited elsewhere in the span, for at least
-/// [`SIGNAL_MIN_FRACTION`] of the interval. Each carries the per-CPU state of its span as
-/// evidence.
+/// The analyzer's measured signals ([`Snapshot::signals`]) as finding rows, worst first,
+/// each with the per-CPU state of its span as evidence.
 pub fn measured_signals(topo: &Topology, snap: &Snapshot) -> Vec<FindingRow> {
-    let mut v: Vec<(f64, FindingRow)> = Vec::new();
-    for w in &snap.idle_while_waiting {
-        if w.movable_fraction < SIGNAL_MIN_FRACTION {
-            continue;
-        }
+    let mut v = Vec::new();
+    for w in &snap.signals {
         let mut evidence = vec![
             format!(
                 "{} {}: a CPU was idle while a movable task waited on another CPU of the span \
@@ -226,18 +218,14 @@ pub fn measured_signals(topo: &Topology, snap: &Snapshot) -> Vec<FindingRow> {
             ));
         }
         evidence.push(format!("group classes and imbalance: {MODEL_NA}"));
-        v.push((
-            w.movable_fraction,
-            FindingRow {
-                kind: "idle while others wait".into(),
-                place: format!("{} {}", w.level, w.span),
-                summary: format!("{:.1}% of the interval", w.movable_fraction * 100.0),
-                evidence,
-            },
-        ));
+        v.push(FindingRow {
+            kind: "idle while others wait".into(),
+            place: format!("{} {}", w.level, w.span),
+            summary: format!("{:.1}% of the interval", w.movable_fraction * 100.0),
+            evidence,
+        });
     }
-    v.sort_by(|a, b| b.0.total_cmp(&a.0));
-    v.into_iter().map(|(_, f)| f).collect()
+    v
 }
 
 /// The headline idle-while-others-wait figure: the widest level's worst domain, as

@@ -39,14 +39,13 @@ fn golden() -> (crate::record::Header, Vec<Snapshot>) {
 fn replay_app(rel: &str, view: View) -> (App, Vec<Snapshot>) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel);
     let src = crate::pipeline::Source::file(&path).unwrap();
-    let (h, analysed, _) = crate::cmd::replay::analyze_recording(
+    let (h, snaps, _) = crate::cmd::replay::analyze_recording(
         src,
         1_000_000_000,
         &FilterArgs::default(),
         &crate::cli::ModelArgs::default(),
     )
     .unwrap();
-    let snaps: Vec<Snapshot> = analysed.iter().map(|(s, _)| s.clone()).collect();
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
     let mut info = recording_info(&name, &h);
     info.span_ns = snaps.last().unwrap().t_end_ns - snaps[0].t_start_ns;
@@ -56,7 +55,7 @@ fn replay_app(rel: &str, view: View) -> (App, Vec<Snapshot>) {
         SourceInfo::Replay(info),
         h.clock_base_ns,
     );
-    app.replace_history(analysed, None);
+    app.replace_history(snaps.clone(), None);
     app.view = view;
     (app, snaps)
 }

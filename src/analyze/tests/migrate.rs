@@ -196,3 +196,49 @@ fn counters_reset_each_interval() {
     assert_eq!(s[1].migrations.by_level["smt"], 0);
     assert_eq!(s[1].migrations.by_level["numa"], 1);
 }
+
+#[test]
+fn most_migrated_tasks_per_interval_filtered_like_the_counts() {
+    let f = Filter {
+        cpus: Some(CpuSet::parse_list("0-1").unwrap()),
+        ..Filter::default()
+    };
+    let mut a = analyzer_with(topo3(), 100, f);
+    let snaps = run(
+        &mut a,
+        &[
+            task(1, 7, 7, "hog"),
+            migrate(10, 7, 0, 1, Reason::Wakeup),
+            migrate(20, 7, 1, 0, Reason::Wakeup),
+            migrate(30, 8, 0, 1, Reason::Wakeup),
+            migrate(40, 9, 2, 3, Reason::Wakeup), // outside --cpus 0-1
+            wakeup_new(50, 0, 10, 10, 1),         // a fork placement is not a move
+            migrate(150, 7, 0, 1, Reason::Wakeup), // next interval
+            clock(250),
+        ],
+    );
+    let top = &snaps[0].migrations_by_task;
+    assert_eq!(
+        top,
+        &vec![
+            TaskMigrations {
+                pid: 7,
+                tgid: Some(7),
+                comm: Some("hog".into()),
+                count: 2
+            },
+            TaskMigrations {
+                pid: 8,
+                tgid: None,
+                comm: None,
+                count: 1
+            },
+        ]
+    );
+    assert_eq!(
+        snaps[0].migrations.total, 4,
+        "the fork placement counts as a migration"
+    );
+    assert_eq!(snaps[1].migrations_by_task[0].count, 1);
+    assert!(snaps[2].migrations_by_task.is_empty());
+}

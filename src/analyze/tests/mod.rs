@@ -7,7 +7,7 @@ mod latency;
 mod migrate;
 mod misc;
 
-use super::{Analyzer, AnalyzerConfig, Filter, Snapshot, WaitStatus};
+use super::{Analyzer, AnalyzerConfig, Filter, Snapshot, TaskMigrations, WaitStatus};
 use crate::cpuset::CpuSet;
 use crate::event::{Event, EventKind, MigrateContext, Pid, Reason, ReasonSource};
 use crate::topology::{LevelKind, Topology};

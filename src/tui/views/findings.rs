@@ -39,7 +39,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     lines.push(Line::styled(
         format!(
             "measured signals (idle while others wait >= {:.0}% of the interval): {}",
-            state::SIGNAL_MIN_FRACTION * 100.0,
+            crate::analyze::SIGNAL_MIN_FRACTION * 100.0,
             rows.len() - n_model.unwrap_or(0)
         ),
         pal.dim(),

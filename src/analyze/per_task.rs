@@ -1,0 +1,61 @@
+//! Per-task migration counts of the open interval: every `Migrate` the report counts (fork
+//! placements are not moves of a task and are left out), by thread; at the interval's end the
+//! most migrated tasks, named as the task filter knows them.
+//!
+//! Invariants: memory is bounded by the tasks migrated in the open interval.
+
+use crate::event::Pid;
+use crate::idhash::IdMap;
+use serde::{Deserialize, Serialize};
+
+/// Tasks listed per interval.
+pub const TOP_TASKS: usize = 10;
+
+/// One task's migrations in one interval.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskMigrations {
+    /// Thread id.
+    pub pid: Pid,
+    /// Its process, when known.
+    pub tgid: Option<Pid>,
+    /// Its name, when known.
+    pub comm: Option<String>,
+    /// Migrations in the interval.
+    pub count: u64,
+}
+
+/// Counts per task in the open interval.
+#[derive(Clone, Debug, Default)]
+pub(super) struct PerTask {
+    counts: IdMap<Pid, u64>,
+}
+
+impl PerTask {
+    /// One counted migration of `pid`.
+    #[inline]
+    pub(super) fn count(&mut self, pid: Pid) {
+        *self.counts.entry(pid).or_default() += 1;
+    }
+
+    /// The most migrated tasks (most first, then by pid), named by `identity`; the counts
+    /// start again.
+    pub(super) fn take<'a>(
+        &mut self,
+        identity: impl Fn(Pid) -> (Option<Pid>, Option<&'a str>),
+    ) -> Vec<TaskMigrations> {
+        let mut v: Vec<(Pid, u64)> = self.counts.drain().collect();
+        v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v.truncate(TOP_TASKS);
+        v.into_iter()
+            .map(|(pid, count)| {
+                let (tgid, comm) = identity(pid);
+                TaskMigrations {
+                    pid,
+                    tgid,
+                    comm: comm.map(str::to_string),
+                    count,
+                }
+            })
+            .collect()
+    }
+}
