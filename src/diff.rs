@@ -5,7 +5,7 @@
 //! Pure: [`diff`] is a function of two [`RunSummary`]s, each built from the snapshots of one
 //! analyzer run over one recording. Figures are computed from the whole run (every interval,
 //! the final partial one included): run-queue latency percentiles from the merged log2
-//! histogram (see `stats::log2_quantile_us` for the precision), migrations per second by
+//! histogram (see `bootstrap::log2_quantile_us` for the precision), migrations per second by
 //! reason and by level crossed, idle-while-others-wait time per domain (domains matched by
 //! level key and span), lost events.
 //!
@@ -21,17 +21,17 @@
 //! `diff(a, a)` has zero change everywhere and nothing significant; every `f64` is rounded
 //! to at most six decimals so that JSON round trips compare equal.
 
+mod bootstrap;
 mod layout;
 mod run;
-mod stats;
 #[cfg(test)]
 mod tests;
 
 pub use run::{DomainIdle, IntervalFigures, RunMeta, RunSummary};
 
+use bootstrap::{bootstrap, quantile_sorted, SplitMix64};
 use layout::Layout;
 use serde::{Deserialize, Serialize};
-use stats::{bootstrap, quantile_sorted, SplitMix64};
 
 /// Bootstrap replicates per run.
 pub const BOOTSTRAP_ITERATIONS: usize = 1000;

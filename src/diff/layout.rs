@@ -5,9 +5,9 @@
 //! Invariant: every row is a function of a [`Dense`] sum of intervals only; a resample of
 //! intervals therefore evaluates exactly like the whole run.
 
+use super::bootstrap::log2_quantile_us;
 use super::run::{IntervalFigures, RunSummary};
 use super::section;
-use super::stats::log2_quantile_us;
 use crate::analyze::{reason_names, LOG2_SLOTS};
 use crate::cpuset::CpuSet;
 use crate::model::FindingKind;

@@ -1,6 +1,6 @@
 //! Diff tests from snapshots built in code (and one from analyzer runs over synthetic events).
 
-use super::stats::SplitMix64;
+use super::bootstrap::SplitMix64;
 use super::*;
 use crate::analyze::{
     Analyzer, AnalyzerConfig, IdleWhileWaiting, LatencySummary, MigrationStats, Snapshot,

@@ -1,0 +1,352 @@
+//! Applying one event to the analyzer's state: the one match on its kind (the common kinds
+//! inline), and what switches, wakeups, migrations, identities and affinities do to the
+//! per-CPU and per-task state, run-queue latency samples and migration counts.
+
+use super::task::{forget_exited, identity, wait_on, TaskState};
+use super::{Analyzer, CpuState};
+use crate::cpuset::CpuSet;
+use crate::event::{Event, EventKind, Pid, Reason, ReasonSource};
+
+impl Analyzer {
+    /// The state of `cpu`, grown on demand; `None` for CPU numbers past [`MAX_CPUS`].
+    pub(super) fn cpu_mut(&mut self, cpu: u32) -> Option<&mut CpuState> {
+        crate::cpuset::per_cpu_mut(&mut self.cpus, cpu)
+    }
+
+    /// Applies one event to the model and to the analyzer's own state, with one match of its
+    /// kind: the kinds of nearly every event (switches, wakeups, `nr_running`, PELT) inline,
+    /// the others out of line, so that the per-event path stays small.
+    #[inline]
+    pub(super) fn apply(&mut self, ev: &Event) {
+        let (ts, cpu) = (ev.ts_ns, ev.cpu);
+        match &ev.kind {
+            EventKind::Switch {
+                prev_pid,
+                prev_state,
+                next_pid,
+            } => {
+                self.model
+                    .stopper_switch(cpu, *prev_pid, *prev_state, *next_pid);
+                self.model.switched(cpu, *next_pid);
+                self.on_switch(ts, cpu, *prev_pid, *prev_state, *next_pid);
+            }
+            EventKind::Wakeup { pid, target_cpu } => {
+                self.model.woken(ts, *pid, *target_cpu);
+                self.on_wakeup(ts, *pid, *target_cpu);
+            }
+            EventKind::NrRunning { rq_cpu, nr_running } => {
+                self.model.nr_running(*rq_cpu, *nr_running);
+                if let Some(c) = self.cpu_mut(*rq_cpu) {
+                    c.nr_running = Some(*nr_running);
+                    if self.folded {
+                        self.refresh_queued(*rq_cpu);
+                    }
+                }
+            }
+            EventKind::Pelt {
+                rq_cpu,
+                load_avg,
+                runnable_avg,
+                util_avg,
+                util_est,
+            } => {
+                self.model
+                    .pelt(*rq_cpu, *load_avg, *runnable_avg, *util_avg, *util_est);
+                if let Some(c) = self.cpu_mut(*rq_cpu) {
+                    c.util_avg = Some(*util_avg);
+                }
+            }
+            // Waking precedes placement and changes nothing here or in the model; Clock
+            // never reaches this point.
+            EventKind::Waking { .. } | EventKind::Clock => {}
+            // The model's part of a migration is in `apply_other`, which shares the search
+            // of the level crossed with it.
+            EventKind::Migrate { .. } => self.apply_other(ev),
+            _ => {
+                self.model.push_other(ev);
+                self.apply_other(ev);
+            }
+        }
+    }
+
+    /// [`Analyzer::apply`] for the kinds it does not handle inline.
+    #[inline(never)]
+    fn apply_other(&mut self, ev: &Event) {
+        let (ts, cpu) = (ev.ts_ns, ev.cpu);
+        match &ev.kind {
+            EventKind::WakeupNew {
+                pid,
+                tgid,
+                target_cpu,
+            } => {
+                self.set_identity(*pid, Some(*tgid), None);
+                self.on_wakeup(ts, *pid, *target_cpu);
+                // Fork never fires sched_migrate_task: a child placed away from its parent's
+                // CPU is the fork balancer's migration.
+                if *target_cpu != cpu {
+                    let level = self.topo.crossed_level(cpu as usize, *target_cpu as usize);
+                    let fork = (Reason::Fork, false, None);
+                    self.count_migration(*pid, cpu, *target_cpu, level, fork);
+                }
+            }
+            EventKind::Migrate {
+                pid,
+                src_cpu,
+                dst_cpu,
+                reason,
+                source,
+                stack_id,
+                ..
+            } => {
+                if src_cpu == dst_cpu {
+                    return;
+                }
+                // One search of the level crossed, for the model and for the counts.
+                let level = self
+                    .topo
+                    .crossed_level(*src_cpu as usize, *dst_cpu as usize);
+                if *pid != 0 {
+                    self.model
+                        .migrated(ts, *pid, *src_cpu, *dst_cpu, *reason, level);
+                }
+                let waiting = self.tasks.get(pid).is_some_and(|t| t.wait.is_some());
+                if *pid != 0 && waiting {
+                    self.start_wait(*pid, *dst_cpu);
+                }
+                let how = (*reason, *source == ReasonSource::Context, *stack_id);
+                if self.count_migration(*pid, *src_cpu, *dst_cpu, level, how) {
+                    self.per_task.count(*pid);
+                }
+            }
+            EventKind::Stack { id, frames, .. } => self.migrations.describe_stack(*id, frames),
+            EventKind::Capacity { rq_cpu, capacity } => {
+                if let Some(c) = self.cpu_mut(*rq_cpu) {
+                    c.capacity = Some(*capacity);
+                }
+            }
+            EventKind::Task {
+                pid,
+                tgid,
+                comm,
+                exec,
+            } => {
+                self.set_identity(*pid, Some(*tgid), Some(comm));
+                if *exec && pid == tgid {
+                    self.latency.renamed(*tgid, comm);
+                }
+                if self.folded {
+                    self.name_process(*pid, *tgid, comm);
+                }
+            }
+            EventKind::Affinity { pid, cpus } => self.on_affinity(*pid, cpus),
+            EventKind::Exit { pid, tgid } => {
+                self.thread_names.remove(tgid);
+                self.stop_wait(*pid);
+                if let Some(t) = self.tasks.remove(pid) {
+                    let comm = self.names.remove(pid);
+                    if self.config.filter.filters_tasks() {
+                        if self.exited.len() >= 4096 {
+                            forget_exited(&mut self.exited, ev.ts_ns);
+                        }
+                        self.exited.insert(*pid, (t.tgid, comm, ev.ts_ns));
+                    }
+                }
+            }
+            EventKind::Fold(f) => self.on_fold(f),
+            EventKind::Lost { count } => {
+                self.lost += count;
+                self.lost_total += count;
+                *self.lost_by_cpu.entry(cpu).or_insert(0) += count;
+            }
+            // Balancer internals, NUMA ops and cgroups belong to the model; the kinds handled
+            // inline never reach this point.
+            EventKind::Cgroup { .. }
+            | EventKind::BalanceSoftirq { .. }
+            | EventKind::Numa { .. }
+            | EventKind::Balance(_)
+            | EventKind::Switch { .. }
+            | EventKind::Wakeup { .. }
+            | EventKind::NrRunning { .. }
+            | EventKind::Pelt { .. }
+            | EventKind::Waking { .. }
+            | EventKind::Clock => {}
+        }
+    }
+
+    // Each task's entry is looked up once per event where the order of the updates allows:
+    // switches and wakeups are most of the stream.
+    fn on_switch(&mut self, ts: u64, cpu: u32, prev: Pid, prev_state: u32, next: Pid) {
+        if self.folded {
+            return self.folded_switch(cpu, next);
+        }
+        if prev != 0 {
+            if prev_state == 0 {
+                // Preempted: still runnable, now waiting on this CPU (runqlat re-enqueues it).
+                self.enqueue(ts, prev, cpu);
+            } else {
+                self.stop_wait_and_drop(prev);
+            }
+        }
+        if next != 0 {
+            if let Some(t) = self.tasks.get_mut(&next) {
+                let (enq, tgid) = (t.enqueue_ts.take(), t.tgid);
+                if let Some(w) = t.wait.take() {
+                    self.idle.remove_waiter(next, w);
+                }
+                let empty = t.is_empty();
+                if let Some(enq) = enq {
+                    self.sample(cpu, next, tgid, ts.saturating_sub(enq));
+                }
+                if empty {
+                    self.tasks.remove(&next);
+                }
+            }
+        }
+        if let Some(c) = self.cpu_mut(cpu) {
+            c.current = Some(next);
+            self.idle.set_idle(cpu, next == 0);
+        }
+    }
+
+    /// Folded mode takes latency and waiters elsewhere: a wakeup changes nothing here.
+    fn on_wakeup(&mut self, ts: u64, pid: Pid, target: u32) {
+        if pid == 0 || self.folded {
+            return;
+        }
+        let running = self
+            .cpus
+            .get(target as usize)
+            .is_some_and(|c| c.current == Some(pid));
+        if running {
+            // Woken before it got to sleep (ttwu_runnable): it runs, nobody waits.
+            self.tasks.entry(pid).or_default().enqueue_ts = Some(ts);
+            self.stop_wait(pid);
+        } else {
+            self.enqueue(ts, pid, target);
+        }
+    }
+
+    /// `pid` became runnable on `cpu` at `ts` and waits there: runqlat's enqueue time and
+    /// the idle accounting's waiter, with one lookup of its entry.
+    fn enqueue(&mut self, ts: u64, pid: Pid, cpu: u32) {
+        let counted = self.task_matches(pid);
+        let t = self.tasks.entry(pid).or_default();
+        t.enqueue_ts = Some(ts);
+        wait_on(&mut self.idle, t, pid, cpu, counted);
+    }
+
+    /// `pid` stopped waiting without running (it slept, or exits); its entry goes if nothing
+    /// else is known of it.
+    fn stop_wait_and_drop(&mut self, pid: Pid) {
+        if let Some(t) = self.tasks.get_mut(&pid) {
+            if let Some(w) = t.wait.take() {
+                self.idle.remove_waiter(pid, w);
+            }
+            if t.is_empty() {
+                self.tasks.remove(&pid);
+            }
+        }
+    }
+
+    fn on_affinity(&mut self, pid: Pid, cpus: &CpuSet) {
+        if pid == 0 {
+            return;
+        }
+        let allowed = (!self.all_cpus.is_subset(cpus)).then(|| std::rc::Rc::new(*cpus));
+        let t = self.tasks.entry(pid).or_default();
+        t.allowed = allowed;
+        if let Some(w) = t.wait {
+            // Re-index so the idle accounting sees the new mask.
+            self.start_wait(pid, w.cpu);
+        }
+        self.drop_if_empty(pid);
+    }
+
+    /// Records what a Task or WakeupNew event says of a task.
+    fn set_identity(&mut self, pid: Pid, tgid: Option<u32>, comm: Option<&str>) {
+        if pid == 0 {
+            return;
+        }
+        let t = self.tasks.entry(pid).or_default();
+        if tgid.is_some() {
+            t.tgid = tgid;
+        }
+        if let Some(c) = comm {
+            t.named = true;
+            if self.names.get(&pid).map(String::as_str) != Some(c) {
+                self.names.insert(pid, c.to_string());
+            }
+        }
+        let wait = t.wait;
+        if let Some(w) = wait {
+            if self.config.filter.filters_tasks() && self.task_matches(pid) != w.counted() {
+                self.start_wait(pid, w.cpu);
+            }
+        }
+    }
+
+    pub(super) fn task_matches(&self, pid: Pid) -> bool {
+        let f = &self.config.filter;
+        if !f.filters_tasks() {
+            return true;
+        }
+        let (tgid, comm) = identity(&self.tasks, &self.names, &self.exited, self.now, pid);
+        f.matches_task(pid, tgid, comm)
+    }
+
+    /// Marks `pid` waiting on `cpu`, moving it if it waited elsewhere.
+    pub(super) fn start_wait(&mut self, pid: Pid, cpu: u32) {
+        let counted = self.task_matches(pid);
+        let t = self.tasks.entry(pid).or_default();
+        wait_on(&mut self.idle, t, pid, cpu, counted);
+    }
+
+    pub(super) fn stop_wait(&mut self, pid: Pid) {
+        if let Some(w) = self.tasks.get_mut(&pid).and_then(|t| t.wait.take()) {
+            self.idle.remove_waiter(pid, w);
+        }
+    }
+
+    pub(super) fn drop_if_empty(&mut self, pid: Pid) {
+        if self.tasks.get(&pid).is_some_and(TaskState::is_empty) {
+            self.tasks.remove(&pid);
+        }
+    }
+
+    /// One run-queue latency sample of `pid` (of process `tgid`, as its entry says), which
+    /// started running on `cpu`.
+    fn sample(&mut self, cpu: u32, pid: Pid, tgid: Option<u32>, ns: u64) {
+        if !self.config.filter.matches_cpu(cpu) || !self.task_matches(pid) {
+            return;
+        }
+        let names = &self.names;
+        // The process's name: its leader's when known, else this thread's.
+        let name = || {
+            let leader_comm = tgid.and_then(|g| names.get(&g)).map(String::as_str);
+            match leader_comm {
+                Some(c) => (Some(c), true),
+                None => (names.get(&pid).map(String::as_str), tgid == Some(pid)),
+            }
+        };
+        self.latency.record(cpu, tgid, ns, name);
+    }
+
+    /// Counts `pid`'s move `src -> dst`, which crossed `level`, if the report shows it (and
+    /// says whether it does). `how`: its reason, whether the reason comes from the context,
+    /// its stack.
+    fn count_migration(
+        &mut self,
+        pid: Pid,
+        src: u32,
+        dst: u32,
+        level: Option<usize>,
+        how: (Reason, bool, Option<u32>),
+    ) -> bool {
+        if src == dst || !self.config.filter.matches_move(src, dst) || !self.task_matches(pid) {
+            return false;
+        }
+        let (reason, by_context, stack_id) = how;
+        self.migrations.record(reason, level, by_context, stack_id);
+        true
+    }
+}
