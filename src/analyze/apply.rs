@@ -2,7 +2,7 @@
 //! inline), and what switches, wakeups, migrations, identities and affinities do to the
 //! per-CPU and per-task state, run-queue latency samples and migration counts.
 
-use super::task::{forget_exited, identity, wait_on, TaskState};
+use super::task::{forget_exited, identity, wait_on};
 use super::{Analyzer, CpuState};
 use crate::cpuset::CpuSet;
 use crate::event::{Event, EventKind, Pid, Reason, ReasonSource};
@@ -27,12 +27,10 @@ impl Analyzer {
             } => {
                 self.model
                     .stopper_switch(cpu, *prev_pid, *prev_state, *next_pid);
-                self.model.switched(cpu, *next_pid);
                 self.on_switch(ts, cpu, *prev_pid, *prev_state, *next_pid);
             }
             EventKind::Wakeup { pid, target_cpu } => {
-                self.model.woken(ts, *pid, *target_cpu);
-                self.on_wakeup(ts, *pid, *target_cpu);
+                self.on_wakeup(ts, *pid, *target_cpu, true);
             }
             EventKind::NrRunning { rq_cpu, nr_running } => {
                 self.model.nr_running(*rq_cpu, *nr_running);
@@ -62,9 +60,11 @@ impl Analyzer {
             // The model's part of a migration is in `apply_other`, which shares the search
             // of the level crossed with it.
             EventKind::Migrate { .. } => self.apply_other(ev),
+            // The analyzer first: at an exit it reads the task's entry, which the model then
+            // removes.
             _ => {
-                self.model.push_other(ev);
                 self.apply_other(ev);
+                self.model.push_other(ev);
             }
         }
     }
@@ -80,7 +80,8 @@ impl Analyzer {
                 target_cpu,
             } => {
                 self.set_identity(*pid, Some(*tgid), None);
-                self.on_wakeup(ts, *pid, *target_cpu);
+                // The model places a new task itself (`Model::push_other`), without judging it.
+                self.on_wakeup(ts, *pid, *target_cpu, false);
                 // Fork never fires sched_migrate_task: a child placed away from its parent's
                 // CPU is the fork balancer's migration.
                 if *target_cpu != cpu {
@@ -109,13 +110,23 @@ impl Analyzer {
                     self.model
                         .migrated(ts, *pid, *src_cpu, *dst_cpu, *reason, level);
                 }
-                let waiting = self.tasks.get(pid).is_some_and(|t| t.wait.is_some());
+                let how = (*reason, *source == ReasonSource::Context, *stack_id);
+                let counted = self.count_migration(*pid, *src_cpu, *dst_cpu, level, how);
+                // One lookup of its entry: its count in the interval, and whether it waits.
+                let waiting = match self.model.tasks_mut().ext_mut(*pid) {
+                    Some(t) => {
+                        t.migrations += u32::from(counted);
+                        t.wait.is_some()
+                    }
+                    None => {
+                        if counted {
+                            self.per_task.count_unlisted(*pid);
+                        }
+                        false
+                    }
+                };
                 if *pid != 0 && waiting {
                     self.start_wait(*pid, *dst_cpu);
-                }
-                let how = (*reason, *source == ReasonSource::Context, *stack_id);
-                if self.count_migration(*pid, *src_cpu, *dst_cpu, level, how) {
-                    self.per_task.count(*pid);
                 }
             }
             EventKind::Stack { id, frames, .. } => self.migrations.describe_stack(*id, frames),
@@ -142,7 +153,9 @@ impl Analyzer {
             EventKind::Exit { pid, tgid } => {
                 self.thread_names.remove(tgid);
                 self.stop_wait(*pid);
-                if let Some(t) = self.tasks.remove(pid) {
+                if let Some(t) = self.model.tasks_mut().ext_mut(*pid).map(std::mem::take) {
+                    // Its moves of the open interval outlive its entry.
+                    self.per_task.add_exited(*pid, t.migrations);
                     let comm = self.names.remove(pid);
                     if self.config.filter.filters_tasks() {
                         if self.exited.len() >= 4096 {
@@ -177,6 +190,7 @@ impl Analyzer {
     // switches and wakeups are most of the stream.
     fn on_switch(&mut self, ts: u64, cpu: u32, prev: Pid, prev_state: u32, next: Pid) {
         if self.folded {
+            self.model.switched(cpu, next);
             return self.folded_switch(cpu, next);
         }
         if prev != 0 {
@@ -184,22 +198,21 @@ impl Analyzer {
                 // Preempted: still runnable, now waiting on this CPU (runqlat re-enqueues it).
                 self.enqueue(ts, prev, cpu);
             } else {
-                self.stop_wait_and_drop(prev);
+                // It slept (or exits): it no longer waits.
+                self.stop_wait(prev);
             }
         }
-        if next != 0 {
-            if let Some(t) = self.tasks.get_mut(&next) {
-                let (enq, tgid) = (t.enqueue_ts.take(), t.tgid);
-                if let Some(w) = t.wait.take() {
-                    self.idle.remove_waiter(next, w);
-                }
-                let empty = t.is_empty();
-                if let Some(enq) = enq {
-                    self.sample(cpu, next, tgid, ts.saturating_sub(enq));
-                }
-                if empty {
-                    self.tasks.remove(&next);
-                }
+        // One lookup of next's entry, for the model and for runqlat.
+        let next_state = self
+            .model
+            .switched(cpu, next)
+            .map(|t| (t.enqueue_ts.take(), t.tgid, t.wait.take()));
+        if let Some((enq, tgid, wait)) = next_state {
+            if let Some(w) = wait {
+                self.idle.remove_waiter(next, w);
+            }
+            if let Some(enq) = enq {
+                self.sample(cpu, next, tgid, ts.saturating_sub(enq));
             }
         }
         if let Some(c) = self.cpu_mut(cpu) {
@@ -208,21 +221,36 @@ impl Analyzer {
         }
     }
 
-    /// Folded mode takes latency and waiters elsewhere: a wakeup changes nothing here.
-    fn on_wakeup(&mut self, ts: u64, pid: Pid, target: u32) {
+    /// A wakeup of `pid` onto `target`: the model's part (`model`: a `Wakeup`, not a new
+    /// task's) and runqlat's enqueue time with one lookup of its entry. Folded mode takes
+    /// latency and waiters elsewhere.
+    fn on_wakeup(&mut self, ts: u64, pid: Pid, target: u32, model: bool) {
         if pid == 0 || self.folded {
+            if model {
+                self.model.woken(ts, pid, target);
+            }
             return;
         }
         let running = self
             .cpus
             .get(target as usize)
             .is_some_and(|c| c.current == Some(pid));
+        let counted = running || self.task_matches(pid);
+        let t = match model {
+            true => match self.model.woken(ts, pid, target) {
+                Some(t) => t,
+                None => return,
+            },
+            false => self.model.tasks_mut().ext_entry(pid),
+        };
+        t.enqueue_ts = Some(ts);
         if running {
             // Woken before it got to sleep (ttwu_runnable): it runs, nobody waits.
-            self.tasks.entry(pid).or_default().enqueue_ts = Some(ts);
-            self.stop_wait(pid);
+            if let Some(w) = t.wait.take() {
+                self.idle.remove_waiter(pid, w);
+            }
         } else {
-            self.enqueue(ts, pid, target);
+            wait_on(&mut self.idle, t, pid, target, counted);
         }
     }
 
@@ -230,22 +258,9 @@ impl Analyzer {
     /// the idle accounting's waiter, with one lookup of its entry.
     fn enqueue(&mut self, ts: u64, pid: Pid, cpu: u32) {
         let counted = self.task_matches(pid);
-        let t = self.tasks.entry(pid).or_default();
+        let t = self.model.tasks_mut().ext_entry(pid);
         t.enqueue_ts = Some(ts);
         wait_on(&mut self.idle, t, pid, cpu, counted);
-    }
-
-    /// `pid` stopped waiting without running (it slept, or exits); its entry goes if nothing
-    /// else is known of it.
-    fn stop_wait_and_drop(&mut self, pid: Pid) {
-        if let Some(t) = self.tasks.get_mut(&pid) {
-            if let Some(w) = t.wait.take() {
-                self.idle.remove_waiter(pid, w);
-            }
-            if t.is_empty() {
-                self.tasks.remove(&pid);
-            }
-        }
     }
 
     fn on_affinity(&mut self, pid: Pid, cpus: &CpuSet) {
@@ -253,13 +268,12 @@ impl Analyzer {
             return;
         }
         let allowed = (!self.all_cpus.is_subset(cpus)).then(|| std::rc::Rc::new(*cpus));
-        let t = self.tasks.entry(pid).or_default();
+        let t = self.model.tasks_mut().ext_entry(pid);
         t.allowed = allowed;
         if let Some(w) = t.wait {
             // Re-index so the idle accounting sees the new mask.
             self.start_wait(pid, w.cpu);
         }
-        self.drop_if_empty(pid);
     }
 
     /// Records what a Task or WakeupNew event says of a task.
@@ -267,7 +281,7 @@ impl Analyzer {
         if pid == 0 {
             return;
         }
-        let t = self.tasks.entry(pid).or_default();
+        let t = self.model.tasks_mut().ext_entry(pid);
         if tgid.is_some() {
             t.tgid = tgid;
         }
@@ -290,26 +304,25 @@ impl Analyzer {
         if !f.filters_tasks() {
             return true;
         }
-        let (tgid, comm) = identity(&self.tasks, &self.names, &self.exited, self.now, pid);
+        let (tgid, comm) = identity(self.model.tasks(), &self.names, &self.exited, self.now, pid);
         f.matches_task(pid, tgid, comm)
     }
 
     /// Marks `pid` waiting on `cpu`, moving it if it waited elsewhere.
     pub(super) fn start_wait(&mut self, pid: Pid, cpu: u32) {
         let counted = self.task_matches(pid);
-        let t = self.tasks.entry(pid).or_default();
+        let t = self.model.tasks_mut().ext_entry(pid);
         wait_on(&mut self.idle, t, pid, cpu, counted);
     }
 
     pub(super) fn stop_wait(&mut self, pid: Pid) {
-        if let Some(w) = self.tasks.get_mut(&pid).and_then(|t| t.wait.take()) {
+        let w = self
+            .model
+            .tasks_mut()
+            .ext_mut(pid)
+            .and_then(|t| t.wait.take());
+        if let Some(w) = w {
             self.idle.remove_waiter(pid, w);
-        }
-    }
-
-    pub(super) fn drop_if_empty(&mut self, pid: Pid) {
-        if self.tasks.get(&pid).is_some_and(TaskState::is_empty) {
-            self.tasks.remove(&pid);
         }
     }
 

@@ -59,9 +59,15 @@ impl Analyzer {
             };
             // The leader's name (an exited leader's within its grace, as the task filter
             // knows it), else a thread's.
-            let comm = identity(&self.tasks, &self.names, &self.exited, self.now, *tgid)
-                .1
-                .or_else(|| self.thread_names.get(tgid).map(String::as_str));
+            let comm = identity(
+                self.model.tasks(),
+                &self.names,
+                &self.exited,
+                self.now,
+                *tgid,
+            )
+            .1
+            .or_else(|| self.thread_names.get(tgid).map(String::as_str));
             if filter.matches_task(*tgid, Some(*tgid), comm) {
                 self.latency.merge_process(*tgid, &h, comm);
             }
@@ -73,13 +79,15 @@ impl Analyzer {
     /// go, and the CPUs' waiters are derived from `nr_running` from now on.
     fn enter_folded(&mut self) {
         self.folded = true;
-        for (pid, t) in self.tasks.iter_mut() {
-            t.enqueue_ts = None;
-            if let Some(w) = t.wait.take() {
-                self.idle.remove_waiter(*pid, w);
+        let pids: Vec<Pid> = self.model.tasks().exts().map(|(p, _)| p).collect();
+        for pid in pids {
+            if let Some(t) = self.model.tasks_mut().ext_mut(pid) {
+                t.enqueue_ts = None;
+                if let Some(w) = t.wait.take() {
+                    self.idle.remove_waiter(pid, w);
+                }
             }
         }
-        self.tasks.retain(|_, t| !t.is_empty());
         for cpu in 0..self.cpus.len() {
             self.refresh_queued(cpu as u32);
         }

@@ -14,7 +14,7 @@
 //! - `filter`: what is reported; `snapshot`: the JSON contract.
 //!
 //! Invariants: memory is bounded by CPUs, live tasks and distinct stacks, never by time (a
-//! task's state is dropped at its exit, and at switch-in when nothing else is known of it).
+//! task's entry, in the one task table the analyzer shares with the model, goes at its exit).
 //! Time never runs backwards inside the analyzer: an event stamped earlier than one already
 //! seen (ring buffers of different CPUs interleave) is accounted at the latest time seen, in
 //! arrival order; latency deltas saturate at zero.
@@ -87,7 +87,6 @@ pub struct Analyzer {
     dirty: bool,
     events: u64,
     cpus: Vec<CpuState>,
-    tasks: IdMap<Pid, TaskState>,
     /// The names of the tasks whose entry says `named`.
     names: IdMap<Pid, String>,
     /// Identity (tgid, comm) of tasks that exited, kept for [`task::EXITED_GRACE_NS`] so that the
@@ -108,7 +107,9 @@ pub struct Analyzer {
     /// Folded mode: a thread's name for processes whose leader is not known (their folded
     /// latency needs a name); forgotten when one of their threads exits.
     thread_names: IdMap<Pid, String>,
-    model: Model,
+    /// The balancer model, which also holds the one task table (with the analyzer's part of
+    /// each entry).
+    model: Model<TaskState>,
 }
 
 impl Analyzer {
@@ -121,7 +122,7 @@ impl Analyzer {
             }
         }
         let nr = all_cpus.iter().last().map_or(0, |c| c + 1);
-        let model = Model::new(&topology, config.model.clone());
+        let model = Model::with_tasks(&topology, config.model.clone());
         Analyzer {
             idle: IdleAccounting::new(&topology, |level, span| model.missed_pull_ns(level, span)),
             migrations: MigrationCounter::new(topology.levels.len()),
@@ -134,7 +135,6 @@ impl Analyzer {
             dirty: false,
             events: 0,
             cpus: vec![CpuState::default(); nr],
-            tasks: IdMap::default(),
             names: IdMap::default(),
             exited: IdMap::default(),
             lost: 0,
@@ -180,9 +180,10 @@ impl Analyzer {
         self.config.interval_ns = interval_ns;
         self.config.filter = filter;
         let waiting: Vec<(Pid, u32)> = self
-            .tasks
-            .iter()
-            .filter_map(|(p, t)| t.wait.map(|w| (*p, w.cpu)))
+            .model
+            .tasks()
+            .exts()
+            .filter_map(|(p, t)| t.wait.map(|w| (p, w.cpu)))
             .collect();
         for (pid, cpu) in waiting {
             self.start_wait(pid, cpu);
@@ -194,14 +195,24 @@ impl Analyzer {
         self.now
     }
 
-    /// Tasks the analyzer holds state for (memory accounting, tests).
+    /// Tasks the analyzer and the model hold an entry for (memory accounting, tests).
     pub fn tracked_tasks(&self) -> usize {
-        self.tasks.len()
+        self.model.tasks().len()
     }
 
-    /// The thread ids the analyzer holds state for, in no order.
+    /// Tasks with a runqlat enqueue time or a wait open: none is left behind by a task that
+    /// ran, slept or exited, and none is kept in folded mode.
+    pub fn open_task_waits(&self) -> usize {
+        self.model
+            .tasks()
+            .exts()
+            .filter(|(_, t)| t.enqueue_ts.is_some() || t.wait.is_some())
+            .count()
+    }
+
+    /// The thread ids the analyzer and the model hold an entry for, in no order.
     pub fn tracked_pids(&self) -> impl Iterator<Item = Pid> + '_ {
-        self.tasks.keys().copied()
+        self.model.tasks().exts().map(|(p, _)| p)
     }
 
     /// Events lost since the analysis started.
@@ -239,13 +250,14 @@ impl Analyzer {
     fn check_missed_pulls(&mut self, t: u64) {
         for o in self.idle.overdue(t) {
             let mut pids: Vec<Pid> = self
-                .tasks
-                .iter()
+                .model
+                .tasks()
+                .exts()
                 .filter(|(_, s)| {
                     s.wait
                         .is_some_and(|w| w.counted() && o.waiting.contains(w.cpu as usize))
                 })
-                .map(|(p, _)| *p)
+                .map(|(p, _)| p)
                 .collect();
             pids.sort_unstable();
             pids.truncate(8);
@@ -303,10 +315,15 @@ impl Analyzer {
         let (domains, findings, findings_by_kind) = self
             .model
             .take(start, end, |span| filter.matches_span(span));
-        let (tasks, names, exited, now) = (&self.tasks, &self.names, &self.exited, self.now);
+        let moved = self.model.tasks_mut().take_counts(|t| {
+            let n = t.migrations;
+            t.migrations = 0;
+            u64::from(n)
+        });
+        let (tasks, names, exited, now) = (self.model.tasks(), &self.names, &self.exited, self.now);
         let migrations_by_task = self
             .per_task
-            .take(|pid| identity(tasks, names, exited, now, pid));
+            .take(moved, |pid| identity(tasks, names, exited, now, pid));
         let idle_while_waiting = self.idle.take(len, &self.topo, filter);
         let snap = Snapshot {
             t_start_ns: start,

@@ -1,8 +1,11 @@
 //! Per-task migration counts of the open interval: every `Migrate` the report counts (fork
 //! placements are not moves of a task and are left out), by thread; at the interval's end the
-//! most migrated tasks, named as the task filter knows them.
+//! most migrated tasks, named as the task filter knows them. A task's count lives in its
+//! entry of the task table (no lookup of its own per migration); this keeps only the counts
+//! of tasks that exited during the interval, and of moves of a task without an entry.
 //!
-//! Invariants: memory is bounded by the tasks migrated in the open interval.
+//! Invariants: memory is bounded by the tasks that exited or had no entry in the open
+//! interval.
 
 use crate::event::Pid;
 use crate::idhash::IdMap;
@@ -24,25 +27,35 @@ pub struct TaskMigrations {
     pub count: u64,
 }
 
-/// Counts per task in the open interval.
+/// Counts per task in the open interval kept outside the task table.
 #[derive(Clone, Debug, Default)]
 pub(super) struct PerTask {
     counts: IdMap<Pid, u64>,
 }
 
 impl PerTask {
-    /// One counted migration of `pid`.
-    #[inline]
-    pub(super) fn count(&mut self, pid: Pid) {
+    /// One counted migration of `pid`, which has no entry.
+    pub(super) fn count_unlisted(&mut self, pid: Pid) {
         *self.counts.entry(pid).or_default() += 1;
     }
 
-    /// The most migrated tasks (most first, then by pid), named by `identity`; the counts
-    /// start again.
+    /// `pid` exited after `n` counted migrations in the interval.
+    pub(super) fn add_exited(&mut self, pid: Pid, n: u32) {
+        if n > 0 {
+            *self.counts.entry(pid).or_default() += u64::from(n);
+        }
+    }
+
+    /// The most migrated tasks (most first, then by pid) of `in_table` (pid, count) and the
+    /// counts kept here, named by `identity`; the counts kept here start again.
     pub(super) fn take<'a>(
         &mut self,
+        in_table: Vec<(Pid, u64)>,
         identity: impl Fn(Pid) -> (Option<Pid>, Option<&'a str>),
     ) -> Vec<TaskMigrations> {
+        for (pid, n) in in_table {
+            *self.counts.entry(pid).or_default() += n;
+        }
         let mut v: Vec<(Pid, u64)> = self.counts.drain().collect();
         v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         v.truncate(TOP_TASKS);

@@ -1,11 +1,13 @@
 //! What the analyzer keeps per task (identity, affinity, runqlat's enqueue time, where it
-//! waits) and how a task's wait moves in the idle accounting. An entry goes when nothing is
-//! left in it, or at the task's exit; its name, in a table of its own, goes with it.
+//! waits), in its part of the one task table it shares with the model
+//! (`crate::model::TaskTable`), and how a task's wait moves in the idle accounting. An entry
+//! goes at the task's exit; its name, in a table of its own, goes with it.
 
 use super::idle::{IdleAccounting, WaitSlot};
 use crate::cpuset::CpuSet;
 use crate::event::Pid;
 use crate::idhash::IdMap;
+use crate::model::TaskTable;
 use std::rc::Rc;
 
 /// What is known of a task.
@@ -15,6 +17,8 @@ pub(super) struct TaskState {
     /// Its name is known (kept apart, in the analyzer's `names`: read only for the task
     /// filter and for naming a process, it would make every entry larger).
     pub(super) named: bool,
+    /// Its migrations in the open interval (`per_task` lists the most migrated).
+    pub(super) migrations: u32,
     /// `None` = every CPU (the default, and any mask containing every CPU). Behind a
     /// pointer: a restricted mask is rare, and inline it would make every task's entry five
     /// times larger and the task table that much less cache-friendly; shared with the idle
@@ -24,17 +28,6 @@ pub(super) struct TaskState {
     pub(super) enqueue_ts: Option<u64>,
     /// Where it waits, while it is runnable and not running.
     pub(super) wait: Option<WaitSlot>,
-}
-
-impl TaskState {
-    /// Nothing worth keeping: the entry can go.
-    pub(super) fn is_empty(&self) -> bool {
-        self.tgid.is_none()
-            && !self.named
-            && self.allowed.is_none()
-            && self.enqueue_ts.is_none()
-            && self.wait.is_none()
-    }
 }
 
 /// Marks task `pid` (its state `t`) waiting on `cpu` in the idle accounting, moving it if it
@@ -59,17 +52,18 @@ pub(super) const EXITED_GRACE_NS: u64 = 1_000_000_000;
 pub(super) type Exited = IdMap<Pid, (Option<u32>, Option<String>, u64)>;
 
 /// What is known of task `pid` at `now` (its tgid and name), as the task filter knows it:
-/// from its entry while it lives, for [`EXITED_GRACE_NS`] after its exit from `exited`.
+/// from its entry while it lives, for [`EXITED_GRACE_NS`] after its exit from `exited` (an
+/// exiting task can still be woken and moved, which makes it an entry again, without one).
 pub(super) fn identity<'a>(
-    tasks: &IdMap<Pid, TaskState>,
+    tasks: &TaskTable<TaskState>,
     names: &'a IdMap<Pid, String>,
     exited: &'a Exited,
     now: u64,
     pid: Pid,
 ) -> (Option<u32>, Option<&'a str>) {
-    match tasks.get(&pid) {
-        Some(t) => (t.tgid, names.get(&pid).map(String::as_str)),
-        None => match exited.get(&pid) {
+    match tasks.ext(pid) {
+        Some(t) if t.tgid.is_some() || t.named => (t.tgid, names.get(&pid).map(String::as_str)),
+        _ => match exited.get(&pid) {
             Some((tgid, comm, at)) if now.saturating_sub(*at) < EXITED_GRACE_NS => {
                 (*tgid, comm.as_deref())
             }

@@ -9,7 +9,7 @@ use crate::cpuset::CpuSet;
 use crate::event::{Pid, Reason};
 use serde_json::json;
 
-impl Model {
+impl<X: super::TaskExt> Model<X> {
     /// harmful_migration: the move widened the src/dst group imbalance (tasks per capacity), or
     /// left an idle allowed CPU on the task's own NUMA node.
     pub(super) fn check_harmful(

@@ -40,7 +40,7 @@ use domains::DomainTable;
 use serde_json::json;
 use stats::CpuSample;
 use std::collections::HashSet;
-use task::TaskTable;
+pub use task::{TaskExt, TaskTable};
 
 /// The model's thresholds; every one is a `report`/`diff` flag.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,9 +174,10 @@ pub struct BalancePass {
 /// The longest wait for a busy CPU's tick to kick the nohz idle balancer (HZ=100).
 pub(crate) const NOHZ_KICK_MS: u64 = 10;
 
-/// The balancer model; see the module documentation.
+/// The balancer model; see the module documentation. `X` is what the owner of its task
+/// table keeps per task beside it ([`TaskTable`]).
 #[derive(Clone, Debug)]
-pub struct Model {
+pub struct Model<X = ()> {
     topo: IndexedTopology,
     config: ModelConfig,
     table: DomainTable,
@@ -188,7 +189,7 @@ pub struct Model {
     /// that level's domains partition the CPUs (empty otherwise): a wakeup onto a busy LLC
     /// is then settled by one count.
     llc_idle: Vec<u32>,
-    tasks: TaskTable,
+    tasks: TaskTable<X>,
     /// Pids of the CPUs' stopper threads (`migration/N`), which are not CFS tasks.
     stoppers: HashSet<Pid>,
     log: FindingLog,
@@ -203,8 +204,15 @@ pub struct Model {
 }
 
 impl Model {
-    /// A model of `topo`'s domains.
+    /// A model of `topo`'s domains with a task table of its own.
     pub fn new(topo: &Topology, config: ModelConfig) -> Model {
+        Model::with_tasks(topo, config)
+    }
+}
+
+impl<X: TaskExt> Model<X> {
+    /// A model of `topo`'s domains whose task table also holds its owner's `X` per task.
+    pub fn with_tasks(topo: &Topology, config: ModelConfig) -> Model<X> {
         let table = DomainTable::new(topo, config.rules);
         let n = table.doms.len();
         let llc_level = topo
@@ -231,6 +239,16 @@ impl Model {
             llc_level,
             spread: spread::SpreadWatch::new(topo, llc_level),
         }
+    }
+
+    /// The one task table.
+    pub fn tasks(&self) -> &TaskTable<X> {
+        &self.tasks
+    }
+
+    /// The one task table, for its owner's part of each entry.
+    pub fn tasks_mut(&mut self) -> &mut TaskTable<X> {
+        &mut self.tasks
     }
 
     /// The rules in use.
@@ -293,9 +311,11 @@ impl Model {
                 next_pid,
             } => {
                 self.stopper_switch(cpu, *prev_pid, *prev_state, *next_pid);
-                self.switched(cpu, *next_pid)
+                self.switched(cpu, *next_pid);
             }
-            EventKind::Wakeup { pid, target_cpu } => self.woken(t, *pid, *target_cpu),
+            EventKind::Wakeup { pid, target_cpu } => {
+                self.woken(t, *pid, *target_cpu);
+            }
             EventKind::NrRunning { rq_cpu, nr_running } => self.nr_running(*rq_cpu, *nr_running),
             EventKind::Pelt {
                 rq_cpu,
@@ -315,26 +335,28 @@ impl Model {
         self.spread_tick(t);
     }
 
-    /// A `Switch` on `cpu` to `next`.
+    /// A `Switch` on `cpu` to `next`; returns the owner's part of `next`'s entry (none for
+    /// the idle task).
     #[inline]
-    pub fn switched(&mut self, cpu: u32, next: Pid) {
+    pub fn switched(&mut self, cpu: u32, next: Pid) -> Option<&mut X> {
         if let Some(c) = self.cpu_mut(cpu) {
             c.current = Some(next);
         }
         self.refresh_idle(cpu);
-        self.tasks.ran(next, cpu);
+        self.tasks.ran(next, cpu)
     }
 
-    /// A `Wakeup` at `t` of `pid`, queued on `target`.
+    /// A `Wakeup` at `t` of `pid`, queued on `target`; returns the owner's part of its entry
+    /// (none for pid 0).
     #[inline]
-    pub fn woken(&mut self, t: u64, pid: Pid, target: u32) {
+    pub fn woken(&mut self, t: u64, pid: Pid, target: u32) -> Option<&mut X> {
         if !self.stoppers.is_empty() && self.stoppers.contains(&pid) {
             if let Some(c) = self.cpu_mut(target) {
                 c.stopper = true;
             }
         }
         self.check_wakeup(t, pid, target);
-        self.tasks.place(pid, target);
+        self.tasks.place(pid, target)
     }
 
     /// The stopper's part of a `Switch` on `cpu`: it runs from its wakeup until it switches
@@ -429,7 +451,9 @@ impl Model {
                     self.spread.name_cgroup(*id, p);
                 }
             }
-            EventKind::Exit { pid, .. } => self.tasks.remove(*pid),
+            EventKind::Exit { pid, .. } => {
+                self.tasks.remove(*pid);
+            }
             _ => {}
         }
     }

@@ -5,7 +5,7 @@
 
 use super::*;
 
-impl Model {
+impl<X: super::TaskExt> Model<X> {
     /// The missed_pull threshold of a domain at `level`, ns: `--missed-pull-ms` if given,
     /// else the longest the kernel's own rules let a movable task wait: a cache-hot task is
     /// refused until `cache_nice_tries` balance attempts failed, and an idle CPU's interval

@@ -98,7 +98,7 @@ struct Uneven {
     emptiest: usize,
 }
 
-impl Model {
+impl<X: super::TaskExt> Model<X> {
     /// Samples the spread when `t` reaches the next sample time. Runs at every event: the
     /// one comparison stays inline in the caller.
     #[inline]

@@ -3,6 +3,10 @@
 //! What every switch and wakeup reads or writes stays in one small entry per task; the cgroup
 //! and the last migration, read only at migrations and spread samples, are kept apart.
 //!
+//! The table is the one per-task table of a run: each entry also holds what its owner keeps
+//! of the task (`ext`: the analyzer's runqlat and wait state; nothing for the validator's own
+//! model), so that a switch or a wakeup looks its task up once for both.
+//!
 //! Invariants: a task's entries go at its exit; `allowed` is `None` for "every CPU"; a default
 //! entry says no more than no entry.
 
@@ -24,13 +28,21 @@ pub struct LastMove {
     pub reason: Reason,
 }
 
+/// What the owner of a [`TaskTable`] keeps per task beside the model.
+pub trait TaskExt: Clone + Default + std::fmt::Debug {}
+
+impl<X: Clone + Default + std::fmt::Debug> TaskExt for X {}
+
+/// One task's entry.
 #[derive(Clone, Debug, Default)]
-struct Task {
+pub struct Task<X = ()> {
     tgid: Option<Pid>,
     /// Boxed: inline, the mask would make every entry several times larger.
     allowed: Option<Box<CpuSet>>,
     cpu: Option<u32>,
     ran: bool,
+    /// The owner's part.
+    pub ext: X,
 }
 
 /// The id of the unified hierarchy's root cgroup (its kernfs root node).
@@ -74,16 +86,71 @@ impl Buckets {
 }
 
 /// Every task the model knows.
-#[derive(Clone, Debug, Default)]
-pub struct TaskTable {
-    tasks: IdMap<Pid, Task>,
+#[derive(Clone, Debug)]
+pub struct TaskTable<X = ()> {
+    tasks: IdMap<Pid, Task<X>>,
     /// Each task's cgroup id, for those announced with one.
     cgroups: IdMap<Pid, u64>,
     /// Each task's last migration, for those that moved.
     last_moves: IdMap<Pid, LastMove>,
 }
 
-impl TaskTable {
+impl<X> Default for TaskTable<X> {
+    fn default() -> Self {
+        TaskTable {
+            tasks: IdMap::default(),
+            cgroups: IdMap::default(),
+            last_moves: IdMap::default(),
+        }
+    }
+}
+
+impl<X: TaskExt> TaskTable<X> {
+    /// The owner's part of `pid`'s entry, if it has one.
+    #[inline]
+    pub fn ext(&self, pid: Pid) -> Option<&X> {
+        self.tasks.get(&pid).map(|t| &t.ext)
+    }
+
+    /// The owner's part of `pid`'s entry, if it has one.
+    #[inline]
+    pub fn ext_mut(&mut self, pid: Pid) -> Option<&mut X> {
+        self.tasks.get_mut(&pid).map(|t| &mut t.ext)
+    }
+
+    /// The owner's part of `pid`'s entry, made if missing.
+    #[inline]
+    pub fn ext_entry(&mut self, pid: Pid) -> &mut X {
+        &mut self.tasks.entry(pid).or_default().ext
+    }
+
+    /// Every entry's owner part.
+    pub fn exts(&self) -> impl Iterator<Item = (Pid, &X)> + '_ {
+        self.tasks.iter().map(|(p, t)| (*p, &t.ext))
+    }
+
+    /// Visits every entry's owner part with `take`, which returns a count and may reset it;
+    /// returns the (pid, count) pairs with a count above zero.
+    pub fn take_counts(&mut self, mut take: impl FnMut(&mut X) -> u64) -> Vec<(Pid, u64)> {
+        self.tasks
+            .iter_mut()
+            .filter_map(|(p, t)| {
+                let n = take(&mut t.ext);
+                (n > 0).then_some((*p, n))
+            })
+            .collect()
+    }
+
+    /// Entries held.
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// No entry is held.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
     /// Its thread-group id is `tgid`.
     pub fn identify(&mut self, pid: Pid, tgid: Pid) {
         if pid != 0 {
@@ -116,20 +183,28 @@ impl TaskTable {
         self.tasks.get(&pid).and_then(|t| t.cpu)
     }
 
-    /// It was queued on `cpu` (wakeup placement), without running yet.
-    pub fn place(&mut self, pid: Pid, cpu: u32) {
-        if pid != 0 {
-            self.tasks.entry(pid).or_default().cpu = Some(cpu);
+    /// It was queued on `cpu` (wakeup placement), without running yet; returns the owner's
+    /// part of its entry.
+    #[inline]
+    pub fn place(&mut self, pid: Pid, cpu: u32) -> Option<&mut X> {
+        if pid == 0 {
+            return None;
         }
+        let t = self.tasks.entry(pid).or_default();
+        t.cpu = Some(cpu);
+        Some(&mut t.ext)
     }
 
-    /// It started running on `cpu`.
-    pub fn ran(&mut self, pid: Pid, cpu: u32) {
-        if pid != 0 {
-            let t = self.tasks.entry(pid).or_default();
-            t.cpu = Some(cpu);
-            t.ran = true;
+    /// It started running on `cpu`; returns the owner's part of its entry.
+    #[inline]
+    pub fn ran(&mut self, pid: Pid, cpu: u32) -> Option<&mut X> {
+        if pid == 0 {
+            return None;
         }
+        let t = self.tasks.entry(pid).or_default();
+        t.cpu = Some(cpu);
+        t.ran = true;
+        Some(&mut t.ext)
     }
 
     /// Records its move `src -> dst` at `t`; returns the previous move if this one undoes it
@@ -161,11 +236,11 @@ impl TaskTable {
         );
     }
 
-    /// Forgets it.
-    pub fn remove(&mut self, pid: Pid) {
-        self.tasks.remove(&pid);
+    /// Forgets it; returns the owner's part.
+    pub fn remove(&mut self, pid: Pid) -> Option<X> {
         self.cgroups.remove(&pid);
         self.last_moves.remove(&pid);
+        self.tasks.remove(&pid).map(|t| t.ext)
     }
 
     /// Clears the ran-this-interval marks.

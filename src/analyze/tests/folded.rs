@@ -160,7 +160,7 @@ fn switches_and_wakeups_make_no_sample_nor_task_state() {
     let s = run(&mut a, &evs);
     assert_eq!(s[0].runqlat_us.count, 1);
     assert_eq!(s[0].runqlat_us.max, 42.0);
-    assert_eq!(a.tracked_tasks(), 0);
+    assert_eq!(a.open_task_waits(), 0);
     assert!(a.is_folded());
 }
 
@@ -289,5 +289,5 @@ fn turning_folded_ends_per_task_waits() {
     let s = run(&mut a, &evs);
     assert_eq!(iww(&s[0], "llc", "0-1"), (100, 0));
     assert_eq!(s[0].runqlat_us.count, 0);
-    assert_eq!(a.tracked_tasks(), 0);
+    assert_eq!(a.open_task_waits(), 0);
 }

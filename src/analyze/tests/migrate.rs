@@ -177,7 +177,7 @@ fn migrate_moves_the_wait() {
     let mut a = analyzer(topo3(), LONG);
     let s = run(&mut a, &[migrate(0, 21, 0, 5, Reason::Affinity)]);
     assert!(s[0].cpus.iter().all(|c| c.waiting == 0));
-    assert_eq!(a.tracked_tasks(), 0);
+    assert_eq!(a.open_task_waits(), 0);
 }
 
 #[test]

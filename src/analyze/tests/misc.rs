@@ -123,16 +123,17 @@ fn exit_drops_task_state() {
     assert_eq!(a.tracked_tasks(), 0);
     let forks: u64 = s.iter().map(|s| s.migrations.by_reason["fork"]).sum();
     assert_eq!(forks, 1_000);
-    // Tasks with no identity are forgotten when they run; known ones stay until exit.
+    // Every task seen keeps its one entry (the model knows where it ran) until its exit;
+    // its wait ends when it runs.
     let mut a = analyzer(topo3(), 1_000);
     feed(
         &mut a,
         &[wakeup(0, 7, 0), task(0, 8, 8, "x"), wakeup(0, 8, 0)],
     );
-    assert_eq!(a.tracked_tasks(), 2);
+    assert_eq!((a.tracked_tasks(), a.open_task_waits()), (2, 2));
     feed(&mut a, &[switch(1, 0, 0, 1, 7), switch(2, 0, 7, 1, 8)]);
-    assert_eq!(a.tracked_tasks(), 1);
-    feed(&mut a, &[exit(3, 8, 8)]);
+    assert_eq!((a.tracked_tasks(), a.open_task_waits()), (2, 0));
+    feed(&mut a, &[exit(3, 8, 8), exit(4, 7, 7)]);
     assert_eq!(a.tracked_tasks(), 0);
 }
 
