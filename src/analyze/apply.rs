@@ -3,16 +3,11 @@
 //! per-CPU and per-task state, run-queue latency samples and migration counts.
 
 use super::task::{forget_exited, identity, wait_on};
-use super::{Analyzer, CpuState};
+use super::Analyzer;
 use crate::cpuset::CpuSet;
 use crate::event::{Event, EventKind, Pid, Reason, ReasonSource};
 
 impl Analyzer {
-    /// The state of `cpu`, grown on demand; `None` for CPU numbers past [`MAX_CPUS`].
-    pub(super) fn cpu_mut(&mut self, cpu: u32) -> Option<&mut CpuState> {
-        crate::cpuset::per_cpu_mut(&mut self.cpus, cpu)
-    }
-
     /// Applies one event to the model and to the analyzer's own state, with one match of its
     /// kind: the kinds of nearly every event (switches, wakeups, `nr_running`, PELT) inline,
     /// the others out of line, so that the per-event path stays small.
@@ -34,11 +29,8 @@ impl Analyzer {
             }
             EventKind::NrRunning { rq_cpu, nr_running } => {
                 self.model.nr_running(*rq_cpu, *nr_running);
-                if let Some(c) = self.cpu_mut(*rq_cpu) {
-                    c.nr_running = Some(*nr_running);
-                    if self.folded {
-                        self.refresh_queued(*rq_cpu);
-                    }
+                if self.folded {
+                    self.refresh_queued(*rq_cpu);
                 }
             }
             EventKind::Pelt {
@@ -50,9 +42,6 @@ impl Analyzer {
             } => {
                 self.model
                     .pelt(*rq_cpu, *load_avg, *runnable_avg, *util_avg, *util_est);
-                if let Some(c) = self.cpu_mut(*rq_cpu) {
-                    c.util_avg = Some(*util_avg);
-                }
             }
             // Waking precedes placement and changes nothing here or in the model; Clock
             // never reaches this point.
@@ -130,11 +119,8 @@ impl Analyzer {
                 }
             }
             EventKind::Stack { id, frames, .. } => self.migrations.describe_stack(*id, frames),
-            EventKind::Capacity { rq_cpu, capacity } => {
-                if let Some(c) = self.cpu_mut(*rq_cpu) {
-                    c.capacity = Some(*capacity);
-                }
-            }
+            // The model keeps the capacity in the one per-CPU table.
+            EventKind::Capacity { .. } => {}
             EventKind::Task {
                 pid,
                 tgid,
@@ -215,8 +201,7 @@ impl Analyzer {
                 self.sample(cpu, next, tgid, ts.saturating_sub(enq));
             }
         }
-        if let Some(c) = self.cpu_mut(cpu) {
-            c.current = Some(next);
+        if (cpu as usize) < crate::cpuset::MAX_CPUS {
             self.idle.set_idle(cpu, next == 0);
         }
     }
@@ -232,8 +217,8 @@ impl Analyzer {
             return;
         }
         let running = self
-            .cpus
-            .get(target as usize)
+            .model
+            .cpu(target as usize)
             .is_some_and(|c| c.current == Some(pid));
         let counted = running || self.task_matches(pid);
         let t = match model {

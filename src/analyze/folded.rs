@@ -88,7 +88,7 @@ impl Analyzer {
                 }
             }
         }
-        for cpu in 0..self.cpus.len() {
+        for cpu in 0..self.model.cpus().count() {
             self.refresh_queued(cpu as u32);
         }
     }
@@ -104,8 +104,7 @@ impl Analyzer {
 
     /// A switch in folded mode (an idle transition): only the CPU's idleness changes.
     pub(super) fn folded_switch(&mut self, cpu: u32, next: Pid) {
-        if let Some(c) = self.cpu_mut(cpu) {
-            c.current = Some(next);
+        if (cpu as usize) < crate::cpuset::MAX_CPUS {
             self.idle.set_idle(cpu, next == 0);
             self.refresh_queued(cpu);
         }
@@ -115,7 +114,7 @@ impl Analyzer {
     /// there, `nr_running` less the running one (none when idle); none while either fact is
     /// unknown.
     pub(super) fn refresh_queued(&mut self, cpu: u32) {
-        let Some(c) = self.cpus.get(cpu as usize) else {
+        let Some(c) = self.model.cpu(cpu as usize) else {
             return;
         };
         let nr = c.nr_running.unwrap_or(0);

@@ -2,9 +2,13 @@
 //! I/O, no clock, no terminal; time comes only from event timestamps, so replaying a
 //! recording gives exactly the figures the live run showed.
 //!
-//! [`Analyzer`] is the one owner of state: per-CPU state (current task, nr_running, PELT,
-//! capacity), per-task state (tgid, comm, affinity, runqlat enqueue time, where it waits),
-//! and the interval's counters, which live in the submodules:
+//! [`Analyzer`] is the one owner of state. It owns the model, whose per-CPU table (current
+//! task, nr_running, PELT, capacity) and task table are the run's only ones: each task's
+//! entry also holds the analyzer's part (tgid, comm, affinity, runqlat enqueue time, where it
+//! waits, its migrations this interval), so an event looks a task up once. The interval's
+//! counters live in the submodules:
+//! - `apply`: the one match on each event's kind, and what it does to the state;
+//! - `per_task`: the most migrated tasks of each interval;
 //! - `hist`: latency histograms (runqlat log2 slots, log-linear percentiles);
 //! - `latency`: per-interval latency collection (global, per CPU, per domain, per process);
 //! - `migrations`: counts by reason and level crossed, unknown stacks;
@@ -61,15 +65,6 @@ use task::{forget_exited, identity, Exited, TaskState};
 /// interval: a bogus far-future timestamp must not make the analyzer emit millions of them.
 pub const MAX_EMPTY_INTERVALS: u64 = 3600;
 
-/// What is known of a CPU (`None` = not seen yet).
-#[derive(Clone, Debug, Default)]
-struct CpuState {
-    current: Option<Pid>,
-    nr_running: Option<u32>,
-    util_avg: Option<u64>,
-    capacity: Option<u64>,
-}
-
 /// The pure analyzer. Feed it events with [`Analyzer::push`]; it emits one [`Snapshot`] per
 /// interval of event time.
 #[derive(Clone, Debug)]
@@ -86,7 +81,6 @@ pub struct Analyzer {
     /// An event arrived since the last closed interval.
     dirty: bool,
     events: u64,
-    cpus: Vec<CpuState>,
     /// The names of the tasks whose entry says `named`.
     names: IdMap<Pid, String>,
     /// Identity (tgid, comm) of tasks that exited, kept for [`task::EXITED_GRACE_NS`] so that the
@@ -121,7 +115,6 @@ impl Analyzer {
                 all_cpus = all_cpus.or(&d.span);
             }
         }
-        let nr = all_cpus.iter().last().map_or(0, |c| c + 1);
         let model = Model::with_tasks(&topology, config.model.clone());
         Analyzer {
             idle: IdleAccounting::new(&topology, |level, span| model.missed_pull_ns(level, span)),
@@ -134,7 +127,6 @@ impl Analyzer {
             now: 0,
             dirty: false,
             events: 0,
-            cpus: vec![CpuState::default(); nr],
             names: IdMap::default(),
             exited: IdMap::default(),
             lost: 0,
@@ -353,8 +345,8 @@ impl Analyzer {
 
     /// In folded mode only idleness is known exactly: a running task is shown as none.
     fn cpu_table(&self) -> Vec<CpuStatus> {
-        self.cpus
-            .iter()
+        self.model
+            .cpus()
             .enumerate()
             .filter(|(c, _)| self.config.filter.matches_cpu(*c as u32))
             .map(|(c, s)| CpuStatus {

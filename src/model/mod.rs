@@ -113,6 +113,8 @@ struct CpuState {
     load: u64,
     runnable: u64,
     util: u64,
+    /// A PELT sample was seen (`util` is then known).
+    pelt_seen: bool,
     /// util_est (0 when the recording does not have it).
     util_est: u64,
     capacity: Option<u64>,
@@ -169,6 +171,20 @@ pub struct BalancePass {
     pub groups: Vec<GroupStats>,
     /// Busiest group, imbalance and migration type.
     pub decision: stats::Decision,
+}
+
+/// What is known of one CPU, as the analyzer reads it from the one per-CPU table (`None`:
+/// not seen yet).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuView {
+    /// The task it runs (0: its idle task).
+    pub current: Option<Pid>,
+    /// Its run queue's nr_running, as last seen.
+    pub nr_running: Option<u32>,
+    /// Its root cfs_rq's util_avg, as last seen.
+    pub util_avg: Option<u64>,
+    /// Its capacity, as last seen.
+    pub capacity: Option<u64>,
 }
 
 /// The longest wait for a busy CPU's tick to kick the nohz idle balancer (HZ=100).
@@ -230,7 +246,7 @@ impl<X: TaskExt> Model<X> {
             log: FindingLog::new(config.max_findings),
             config,
             table,
-            cpus: vec![CpuState::default(); topo.nr_cpus],
+            cpus: vec![CpuState::default(); cpu_slots(topo)],
             known_idle: CpuSet::new(),
             tasks: TaskTable::default(),
             stoppers: HashSet::new(),
@@ -239,6 +255,22 @@ impl<X: TaskExt> Model<X> {
             llc_level,
             spread: spread::SpreadWatch::new(topo, llc_level),
         }
+    }
+
+    /// What is known of `cpu`; `None` past the CPUs seen.
+    #[inline]
+    pub fn cpu(&self, cpu: usize) -> Option<CpuView> {
+        self.cpus.get(cpu).map(|c| CpuView {
+            current: c.current,
+            nr_running: c.nr_running,
+            util_avg: c.pelt_seen.then_some(c.util),
+            capacity: c.capacity,
+        })
+    }
+
+    /// Every CPU's view, in CPU order: the CPUs the topology names, and any other seen.
+    pub fn cpus(&self) -> impl Iterator<Item = CpuView> + '_ {
+        (0..self.cpus.len()).filter_map(|c| self.cpu(c))
     }
 
     /// The one task table.
@@ -401,6 +433,7 @@ impl<X: TaskExt> Model<X> {
             c.load = load;
             c.runnable = runnable;
             c.util = util;
+            c.pelt_seen = true;
             c.util_est = util_est.unwrap_or(0);
         }
     }
@@ -525,4 +558,15 @@ impl<X: TaskExt> Model<X> {
         let (f, by_kind) = self.log.take();
         (views, f, by_kind)
     }
+}
+
+/// Slots of the per-CPU table at the start: up to the highest CPU the topology names.
+fn cpu_slots(topo: &Topology) -> usize {
+    let mut all = topo.online.or(&CpuSet::first_n(topo.nr_cpus));
+    for l in &topo.levels {
+        for d in &l.domains {
+            all = all.or(&d.span);
+        }
+    }
+    all.iter().last().map_or(0, |c| c + 1)
 }
