@@ -201,8 +201,57 @@ pub fn check_output(path: &std::path::Path) -> Result<(), CmdError> {
 
 #[cfg(test)]
 mod tests {
-    use super::folds;
-    use crate::cli::{FilterArgs, FoldMode, FOLD_AUTO_CPUS};
+    use super::*;
+    use crate::cli::{FoldMode, FOLD_AUTO_CPUS};
+
+    /// The message of a refusal, which must name the flag.
+    fn refusal<T: std::fmt::Debug>(r: Result<T, CmdError>, flag: &str) -> String {
+        let e = r.expect_err("refused");
+        assert!(matches!(e, CmdError::Usage(_)), "{e:?}");
+        let m = e.to_string();
+        assert!(m.starts_with(flag) && !m.contains('\n'), "{m}");
+        m
+    }
+
+    #[test]
+    fn every_flag_is_checked_with_a_one_line_refusal() {
+        assert_eq!(interval_ns(0.5).unwrap(), 500_000_000);
+        refusal(interval_ns(0.0), "-i 0");
+        refusal(interval_ns(f64::NAN), "-i NaN");
+        assert_eq!(count(Some(3)).unwrap(), Some(3));
+        refusal(count(Some(0)), "-c 0");
+        assert_eq!(speed(2.0).unwrap(), 2.0);
+        refusal(speed(0.0), "--speed 0");
+        refusal(speed(f64::INFINITY), "--speed inf");
+        assert_eq!(
+            duration(Some(1.5)).unwrap(),
+            Some(std::time::Duration::from_millis(1500))
+        );
+        assert_eq!(duration(None).unwrap(), None);
+        refusal(duration(Some(-1.0)), "--duration -1");
+        assert_eq!(synthetic_cpus(64).unwrap(), 64);
+        refusal(synthetic_cpus(1), "--synthetic 1");
+        let topo = Topology::synthetic_flat(4);
+        let f = |cpus: &str| FilterArgs {
+            cpus: Some(cpus.into()),
+            ..Default::default()
+        };
+        assert!(filter(&f("0-1"), &topo, false).unwrap().cpus.is_some());
+        let m = refusal(filter(&f("2-9"), &topo, false), "--cpus '2-9'");
+        assert!(m.contains("online CPUs are 0-3"), "{m}");
+        refusal(filter(&f("x"), &topo, false), "--cpus 'x'");
+        let comm = FilterArgs {
+            comm: Some("a-name-longer-than-15".into()),
+            ..Default::default()
+        };
+        refusal(filter(&comm, &topo, false), "--comm");
+        let dir = std::env::temp_dir();
+        refusal(check_output(&dir), &dir.display().to_string());
+        refusal(
+            check_output(std::path::Path::new("/nonexistent-dir/x.lbs")),
+            "/nonexistent-dir/x.lbs",
+        );
+    }
 
     #[test]
     fn fold_when_asked_or_when_big() {

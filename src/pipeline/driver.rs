@@ -44,6 +44,8 @@ pub struct Driver {
     emitted: u64,
     stopping: Option<Ended>,
     snaps: Vec<Snapshot>,
+    /// Events the source lost, counted here when there is no analyzer to count them.
+    lost: u64,
 }
 
 impl Driver {
@@ -65,6 +67,7 @@ impl Driver {
             emitted: 0,
             stopping: None,
             snaps: Vec::new(),
+            lost: 0,
         }
     }
 
@@ -88,6 +91,19 @@ impl Driver {
     /// The analyzer, to reconfigure it between intervals.
     pub fn analyzer_mut(&mut self) -> Option<&mut Analyzer> {
         self.analyzer.as_mut()
+    }
+
+    /// Events the source reported lost (its ring buffer was full) since the run started.
+    pub fn lost_events(&self) -> u64 {
+        match &self.analyzer {
+            Some(a) => a.lost_total(),
+            None => self.lost,
+        }
+    }
+
+    /// Snapshots delivered so far.
+    pub fn delivered(&self) -> u64 {
+        self.emitted
     }
 
     /// Runs until the count was delivered, `stop` is set (or the deadline passed) and the
@@ -168,6 +184,11 @@ impl Driver {
             return Ok(());
         }
         let Some(analyzer) = self.analyzer.as_mut() else {
+            for ev in events {
+                if let crate::event::EventKind::Lost { count } = ev.kind {
+                    self.lost += count;
+                }
+            }
             return Ok(());
         };
         let per_event = sinks.iter().any(|s| s.per_event());
@@ -210,3 +231,6 @@ impl Driver {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;
