@@ -126,6 +126,10 @@ pub struct MigrateContext {
     pub policy: u32,
 }
 
+/// `task->__state`'s TASK_DEAD bit (include/linux/sched.h): a `Switch`'s `prev_state` with it
+/// is the task's last switch-out, after its exit.
+pub const TASK_DEAD: u32 = 0x80;
+
 /// Kinds of events.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

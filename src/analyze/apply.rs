@@ -177,6 +177,7 @@ impl Analyzer {
     fn on_switch(&mut self, ts: u64, cpu: u32, prev: Pid, prev_state: u32, next: Pid) {
         if self.folded {
             self.model.switched(cpu, next);
+            self.switched_out(prev, prev_state);
             return self.folded_switch(cpu, next);
         }
         if prev != 0 {
@@ -184,8 +185,9 @@ impl Analyzer {
                 // Preempted: still runnable, now waiting on this CPU (runqlat re-enqueues it).
                 self.enqueue(ts, prev, cpu);
             } else {
-                // It slept (or exits): it no longer waits.
+                // It slept (or exits): it no longer waits; after its exit its entry goes.
                 self.stop_wait(prev);
+                self.switched_out(prev, prev_state);
             }
         }
         // One lookup of next's entry, for the model and for runqlat.
@@ -203,6 +205,19 @@ impl Analyzer {
         }
         if (cpu as usize) < crate::cpuset::MAX_CPUS {
             self.idle.set_idle(cpu, next == 0);
+        }
+    }
+
+    /// The switch-out of `prev` in `prev_state`: after its exit (TASK_DEAD) its entry and
+    /// name go (an exiting task may run, and be named, again after `sched_process_exit`);
+    /// its moves of the open interval, and who it was, stay for the interval's list.
+    fn switched_out(&mut self, prev: Pid, prev_state: u32) {
+        if prev_state & crate::event::TASK_DEAD == 0 {
+            return;
+        }
+        if let Some(t) = self.model.tasks_mut().remove(prev) {
+            let name = self.names.remove(&prev);
+            self.per_task.gone(prev, t.migrations, t.tgid, name);
         }
     }
 

@@ -31,6 +31,8 @@ pub struct TaskMigrations {
 #[derive(Clone, Debug, Default)]
 pub(super) struct PerTask {
     counts: IdMap<Pid, u64>,
+    /// Who the tasks counted here were when their entry went at their last switch-out.
+    gone: IdMap<Pid, (Option<Pid>, Option<String>)>,
 }
 
 impl PerTask {
@@ -43,6 +45,15 @@ impl PerTask {
     pub(super) fn add_exited(&mut self, pid: Pid, n: u32) {
         if n > 0 {
             *self.counts.entry(pid).or_default() += u64::from(n);
+        }
+    }
+
+    /// `pid`'s entry went at its last switch-out after `n` counted migrations in the
+    /// interval; it was `tgid` named `name`.
+    pub(super) fn gone(&mut self, pid: Pid, n: u32, tgid: Option<Pid>, name: Option<String>) {
+        self.add_exited(pid, n);
+        if self.counts.contains_key(&pid) {
+            self.gone.insert(pid, (tgid, name));
         }
     }
 
@@ -59,9 +70,16 @@ impl PerTask {
         let mut v: Vec<(Pid, u64)> = self.counts.drain().collect();
         v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         v.truncate(TOP_TASKS);
-        v.into_iter()
+        let v = v
+            .into_iter()
             .map(|(pid, count)| {
-                let (tgid, comm) = identity(pid);
+                let (tgid, comm) = match identity(pid) {
+                    (None, None) => self
+                        .gone
+                        .get(&pid)
+                        .map_or((None, None), |(g, n)| (*g, n.as_deref())),
+                    known => known,
+                };
                 TaskMigrations {
                     pid,
                     tgid,
@@ -69,6 +87,8 @@ impl PerTask {
                     count,
                 }
             })
-            .collect()
+            .collect();
+        self.gone.clear();
+        v
     }
 }

@@ -344,6 +344,7 @@ impl<X: TaskExt> Model<X> {
             } => {
                 self.stopper_switch(cpu, *prev_pid, *prev_state, *next_pid);
                 self.switched(cpu, *next_pid);
+                self.switched_out(*prev_pid, *prev_state);
             }
             EventKind::Wakeup { pid, target_cpu } => {
                 self.woken(t, *pid, *target_cpu);
@@ -376,6 +377,15 @@ impl<X: TaskExt> Model<X> {
         }
         self.refresh_idle(cpu);
         self.tasks.ran(next, cpu)
+    }
+
+    /// The switch-out of `prev` in state `prev_state`: after its exit (TASK_DEAD), its entry
+    /// goes (an exiting task may run again after `sched_process_exit`, which makes it one).
+    #[inline]
+    pub fn switched_out(&mut self, prev: Pid, prev_state: u32) {
+        if prev_state & crate::event::TASK_DEAD != 0 {
+            self.tasks.remove(prev);
+        }
     }
 
     /// A `Wakeup` at `t` of `pid`, queued on `target`; returns the owner's part of its entry

@@ -242,3 +242,39 @@ fn most_migrated_tasks_per_interval_filtered_like_the_counts() {
     assert_eq!(snaps[1].migrations_by_task[0].count, 1);
     assert!(snaps[2].migrations_by_task.is_empty());
 }
+
+#[test]
+fn a_task_that_dies_in_the_interval_keeps_its_moves_and_its_entry_goes() {
+    const DEAD: u32 = crate::event::TASK_DEAD;
+    let mut a = analyzer(topo3(), 1_000);
+    let snaps = run(
+        &mut a,
+        &[
+            task(0, 7, 7, "short"),
+            wakeup(1, 7, 0),
+            switch(2, 0, 0, 1, 7),
+            migrate(3, 7, 0, 1, Reason::NewidleBalance),
+            exit(4, 7, 7),
+            // The kernel names a task it sees again after its exit; it then dies.
+            task(5, 7, 7, "short"),
+            switch(6, 1, 0, 1, 7),
+            migrate(7, 7, 1, 0, Reason::Wakeup),
+            switch(8, 0, 7, DEAD, 0),
+            clock(2_000),
+        ],
+    );
+    assert_eq!(
+        snaps[0].migrations_by_task,
+        vec![TaskMigrations {
+            pid: 7,
+            tgid: Some(7),
+            comm: Some("short".into()),
+            count: 2
+        }]
+    );
+    assert_eq!(
+        a.tracked_tasks(),
+        0,
+        "its entry went at its last switch-out"
+    );
+}

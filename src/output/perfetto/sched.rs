@@ -44,7 +44,7 @@ const CS_WAKING_COMMON_FLAGS: u32 = 12;
 /// The task-state bits of `task->__state` that matter here (include/linux/sched.h).
 const TASK_UNINTERRUPTIBLE: u32 = 0x2;
 const TASK_PARKED: u32 = 0x40;
-const TASK_DEAD: u32 = 0x80;
+use crate::event::TASK_DEAD;
 const TASK_NOLOAD: u32 = 0x400;
 const TASK_RTLOCK_WAIT: u32 = 0x1000;
 const TASK_IDLE: u32 = TASK_UNINTERRUPTIBLE | TASK_NOLOAD;
