@@ -110,13 +110,28 @@ fn balanced_spinners_raise_no_imbalance_findings() {
     let mut wl = example("spin");
     wl.args(["--threads", "2", "--duration-ms", "1500"]);
     let (snaps, tids) = record_scenario("balanced", wl);
-    for kind in ["missed_pull", "harmful_migration"] {
-        let bad: Vec<_> = findings(&snaps, kind)
+    let mine = |kind| -> Vec<&serde_json::Value> {
+        findings(&snaps, kind)
             .into_iter()
             .filter(|f| involves(f, &tids))
-            .collect();
-        assert!(bad.is_empty(), "{kind} on a balanced run: {bad:?}");
-    }
+            .collect()
+    };
+    let bad = mine("harmful_migration");
+    assert!(
+        bad.is_empty(),
+        "harmful_migration on a balanced run: {bad:?}"
+    );
+    // The kernel itself now and then leaves one spinner waiting a little past the limit
+    // while the other CPU idles (seen: 19 ms against 18 ms, about one run in eight, before
+    // and after any change to the model): a real missed pull, which the model must report.
+    // A balanced run holds at most one such stretch, and a short one; a model that took
+    // the balanced spinners for stuck ones would report them again and again.
+    let stuck = mine("missed_pull");
+    let short = |f: &&serde_json::Value| f["evidence"]["idle_ns"].as_u64().unwrap() < 50_000_000;
+    assert!(
+        stuck.len() <= 1 && stuck.iter().all(short),
+        "missed_pull on a balanced run: {stuck:?}"
+    );
     assert_eq!(count(&snaps, "churn"), 0);
     assert_eq!(count(&snaps, "uneven_spread"), 0);
     for s in &snaps {
