@@ -84,6 +84,18 @@ written in checksummed chunks at least once a second, so a crash or kill -9 lose
 last second. Ctrl-C or SIGTERM finish the file cleanly. Files are created mode 0600."
     )]
     Record(RecordArgs),
+    /// Keep tracing in the foreground and expose the figures as OpenMetrics (Prometheus) at
+    /// http://ADDR:PORT/metrics.
+    #[command(
+        after_help = "Examples:\n  sudo lbscope serve                         http://127.0.0.1:9464/metrics\n  \
+sudo lbscope serve --listen 0.0.0.0:9464    reachable from other hosts\n  \
+sudo lbscope serve --comm postgres -i 5     one process's figures, every 5 s\n\n\
+Runs until SIGINT or SIGTERM; examples/lbscope.service runs it under systemd with the \
+capabilities it needs. The metrics advance when an interval closes; a scrape returns the \
+intervals closed so far and never waits for the tracer. Metric names and labels are \
+documented in the README (\"Metrics\")."
+    )]
+    Serve(ServeArgs),
     /// Compare two recordings: run-queue latency, migrations by reason and level,
     /// idle-while-others-wait and lost events, with whether each change is beyond the noise.
     #[command(after_help = concat!("Examples:\n  lbscope diff before.lbs after.lbs\n  \
@@ -167,6 +179,26 @@ pub struct TopArgs {
     /// needed).
     #[arg(long)]
     pub demo: bool,
+    #[command(flatten)]
+    pub fold: FoldArgs,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub collect: CollectArgs,
+}
+
+/// `lbscope serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port of the /metrics endpoint (loopback only by default: name an address
+    /// to be scraped from other hosts).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9464")]
+    pub listen: String,
+    /// Interval in seconds: the metrics advance when one closes.
+    #[arg(short = 'i', long, value_name = "SECS", default_value_t = 1.0)]
+    pub interval: f64,
     #[command(flatten)]
     pub fold: FoldArgs,
     #[command(flatten)]

@@ -26,6 +26,7 @@ fn main() {
         Command::Export(a) => cmd::export::run(a).map(|()| true),
         Command::Top(a) => cmd::top::run(a).map(|()| true),
         Command::Replay(a) => cmd::replay::run(a).map(|()| true),
+        Command::Serve(a) => cmd::serve::run(a).map(|()| true),
         Command::Man => {
             use std::io::Write;
             std::io::stdout()

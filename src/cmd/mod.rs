@@ -7,6 +7,7 @@ pub mod export;
 pub mod record;
 pub mod replay;
 pub mod report;
+pub mod serve;
 pub mod settings;
 pub mod top;
 pub mod version;

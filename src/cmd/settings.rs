@@ -84,6 +84,18 @@ pub fn duration(d: Option<f64>) -> Result<Option<std::time::Duration>, CmdError>
     }
 }
 
+/// Validates `serve --listen ADDR:PORT`.
+pub fn listen(s: &str) -> Result<std::net::SocketAddr, CmdError> {
+    use std::net::ToSocketAddrs;
+    let bad = |why: &str| {
+        CmdError::Usage(format!(
+            "--listen {s}: {why} (an ADDR:PORT such as 127.0.0.1:9464, or [::1]:9464)"
+        ))
+    };
+    let mut addrs = s.to_socket_addrs().map_err(|e| bad(&e.to_string()))?;
+    addrs.next().ok_or_else(|| bad("no address"))
+}
+
 /// Validates `--synthetic CPUS`.
 pub fn synthetic_cpus(cpus: usize) -> Result<usize, CmdError> {
     if !(2..=crate::cpuset::MAX_CPUS).contains(&cpus) {
@@ -231,6 +243,9 @@ mod tests {
         refusal(duration(Some(-1.0)), "--duration -1");
         assert_eq!(synthetic_cpus(64).unwrap(), 64);
         refusal(synthetic_cpus(1), "--synthetic 1");
+        assert_eq!(listen("127.0.0.1:9464").unwrap().port(), 9464);
+        refusal(listen("127.0.0.1"), "--listen 127.0.0.1");
+        refusal(listen("127.0.0.1:99999"), "--listen 127.0.0.1:99999");
         let topo = Topology::synthetic_flat(4);
         let f = |cpus: &str| FilterArgs {
             cpus: Some(cpus.into()),

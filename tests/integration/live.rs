@@ -262,7 +262,7 @@ fn stack_reason(frames: &[String]) -> &'static str {
 }
 
 /// runqlat's histogram: slot lower bound -> count.
-fn runqlat_hist(out: &str) -> BTreeMap<u64, u64> {
+pub fn runqlat_hist(out: &str) -> BTreeMap<u64, u64> {
     let mut h = BTreeMap::new();
     for l in out.lines() {
         let Some((range, rest)) = l.split_once(':') else {

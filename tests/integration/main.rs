@@ -8,4 +8,5 @@ mod live;
 mod model;
 mod outputs;
 mod record;
+mod serve;
 mod tui;

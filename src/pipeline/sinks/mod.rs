@@ -3,16 +3,19 @@
 //! - `recorder`: every batch into a recording, with a progress line;
 //! - `validate`: every batch into the validator (the model against the kernel's decisions);
 //! - `export`: every event into Perfetto and JSON-lines files;
-//! - `history`: every snapshot kept, for replay and diff.
+//! - `history`: every snapshot kept, for replay and diff;
+//! - `metrics`: counters, histograms and gauges for `serve`'s OpenMetrics endpoint.
 
 mod export;
 mod history;
+mod metrics;
 mod print;
 mod recorder;
 mod validate;
 
 pub use export::{JsonlSink, PerfettoSink};
 pub use history::History;
+pub use metrics::{Exposition, Metrics, CONTENT_TYPE as METRICS_CONTENT_TYPE};
 pub use print::{Printer, Warnings};
 pub use recorder::Recorder;
 pub use validate::Validation;

@@ -1,0 +1,83 @@
+//! `lbscope serve`: the live pipeline kept running in the foreground, its figures exposed as
+//! OpenMetrics at `http://ADDR/metrics` (the metrics sink, `pipeline::sinks::Metrics`; the
+//! HTTP server, `tiny_http`, on a thread of its own that only reads the latest text).
+
+use super::CmdError;
+
+/// Runs `lbscope serve`.
+#[cfg(feature = "bpf")]
+pub fn run(args: &crate::cli::ServeArgs) -> Result<(), CmdError> {
+    use super::{settings, stop_on_signals};
+    use crate::analyze::{Analyzer, AnalyzerConfig};
+    use crate::pipeline::sinks::{Metrics, Warnings};
+    use crate::pipeline::{Driver, Source};
+    let interval_ns = settings::interval_ns(args.interval)?;
+    let addr = settings::listen(&args.listen)?;
+    let cfg = settings::live_config(&args.collect, false, Some((args.fold.when, &args.filter)))?;
+    let topo = crate::topology::Topology::detect()?;
+    let filter = settings::filter(&args.filter, &topo, true)?;
+    // The port first: a port in use fails before anything is traced.
+    let server = tiny_http::Server::http(addr).map_err(|e| {
+        CmdError::Failed(format!(
+            "--listen {addr}: cannot listen there ({e}); pick another port or address"
+        ))
+    })?;
+    let stop = stop_on_signals()?;
+    let src = Source::live(cfg, topo.clone())?;
+    let model = args.model.config(&src.header.kernel_release);
+    let mut metrics = Metrics::new(
+        &src.header.kernel_release,
+        &src.probes.mode(),
+        model.rules.name(),
+    );
+    let exposition = metrics.exposition();
+    let http = std::thread::Builder::new()
+        .name("lbscope-http".into())
+        .spawn(move || serve_http(&server, &exposition))
+        .map_err(|e| CmdError::Failed(format!("cannot start the HTTP thread: {e}")))?;
+    eprintln!(
+        "lbscope: serving http://{addr}/metrics ({} tracepoints, {}); SIGINT or SIGTERM to stop",
+        src.probes.attached_tracepoints().len(),
+        src.probes.tracing_mode()
+    );
+    let analyzer = Analyzer::new(
+        topo,
+        AnalyzerConfig {
+            interval_ns,
+            filter,
+            model,
+        },
+    );
+    let mut driver = Driver::new(analyzer);
+    driver.run(&src, &mut [&mut metrics, &mut Warnings], &stop)?;
+    src.finish();
+    // The HTTP thread blocks in accept: it ends with the process.
+    drop(http);
+    Ok(())
+}
+
+/// Answers every request: `GET /metrics` with the latest exposition, anything else 404.
+#[cfg(feature = "bpf")]
+fn serve_http(server: &tiny_http::Server, exposition: &crate::pipeline::sinks::Exposition) {
+    use crate::pipeline::sinks::METRICS_CONTENT_TYPE;
+    for req in server.incoming_requests() {
+        let path = req.url().split('?').next().unwrap_or("");
+        let resp = match (req.method(), path) {
+            (tiny_http::Method::Get, "/metrics") => {
+                let text = exposition.text();
+                let header = tiny_http::Header::from_bytes("Content-Type", METRICS_CONTENT_TYPE)
+                    .expect("a valid header");
+                tiny_http::Response::from_data(text.as_bytes().to_vec()).with_header(header)
+            }
+            _ => tiny_http::Response::from_string("lbscope: GET /metrics\n").with_status_code(404),
+        };
+        // A scraper that went away is its own problem.
+        let _ = req.respond(resp);
+    }
+}
+
+/// Without BPF support there is no live source to serve.
+#[cfg(not(feature = "bpf"))]
+pub fn run(_args: &crate::cli::ServeArgs) -> Result<(), CmdError> {
+    Err(crate::source::SourceError::NoBpf.into())
+}

@@ -1,0 +1,391 @@
+//! The metrics sink of `lbscope serve`: each closed interval is added to OpenMetrics
+//! counters, histograms and gauges (the `prometheus-client` crate does the exposition
+//! format), then encoded once into a text that [`Exposition`] hands to every scrape. A scrape
+//! never waits for the pipeline (it clones the latest text) and the pipeline never waits for
+//! a scrape (it swaps in the next one).
+//!
+//! Names and labels are a stable contract, listed in the README ("Metrics"). Label values
+//! come from the topology (level keys and spans), the reason and finding names and the group
+//! types: their number is bounded by the machine, never by its tasks.
+
+use crate::analyze::{LatencySummary, Snapshot, LOG2_SLOTS};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::metrics::{MetricType, TypedMetric};
+use prometheus_client::registry::{Registry, Unit};
+use std::io;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
+/// The content type of the exposition.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Moves {
+    reason: String,
+    level: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Domain {
+    level: String,
+    span: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct IdleWait {
+    level: String,
+    span: String,
+    /// "movable" or "pinned".
+    waiting: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Kind {
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GroupTypeOf {
+    level: String,
+    span: String,
+    group_type: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Build {
+    version: String,
+    kernel: String,
+    probes: String,
+    model_rules: String,
+}
+
+/// A histogram over runqlat's log2 microsecond slots, fed with whole intervals' slot counts
+/// (the analyzer's figures are exact per slot; the crate's own histogram takes one value at
+/// a time). Bucket `le` bounds are the slots' ends, 2^(i+1) us (a slot holds the latencies
+/// below its end), the last slot's +Inf. The sum is estimated from the slots' midpoints.
+#[derive(Clone, Debug, Default)]
+pub struct Log2Histogram(Arc<Mutex<Log2State>>);
+
+#[derive(Debug, Default)]
+struct Log2State {
+    slots: [u64; LOG2_SLOTS],
+    count: u64,
+    sum_s: f64,
+}
+
+impl Log2Histogram {
+    /// Adds an interval's distribution.
+    fn add(&self, l: &LatencySummary) {
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        for (i, n) in l.log2_buckets.iter().enumerate().take(LOG2_SLOTS) {
+            s.slots[i] += n;
+            s.sum_s += *n as f64 * slot_mid_s(i);
+        }
+        s.count += l.count;
+    }
+}
+
+/// A slot's end in seconds (`f64::MAX`, +Inf, for the last).
+fn slot_end_s(i: usize) -> f64 {
+    if i + 1 >= LOG2_SLOTS {
+        f64::MAX
+    } else {
+        (1u64 << (i + 1)) as f64 * 1e-6
+    }
+}
+
+/// A slot's midpoint in seconds (its start for the open-ended last one).
+fn slot_mid_s(i: usize) -> f64 {
+    let lo = if i == 0 { 0.0 } else { (1u64 << i) as f64 };
+    let hi = if i + 1 >= LOG2_SLOTS {
+        lo
+    } else {
+        (1u64 << (i + 1)) as f64
+    };
+    (lo + hi) / 2.0 * 1e-6
+}
+
+impl TypedMetric for Log2Histogram {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for Log2Histogram {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let buckets: Vec<(f64, u64)> = (0..LOG2_SLOTS)
+            .map(|i| (slot_end_s(i), s.slots[i]))
+            .collect();
+        encoder.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+            s.sum_s, s.count, &buckets, None,
+        )
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
+
+/// The latest exposition text, shared with the HTTP thread.
+#[derive(Clone, Debug)]
+pub struct Exposition(Arc<Mutex<Arc<String>>>);
+
+impl Exposition {
+    /// The text of the intervals closed so far.
+    pub fn text(&self) -> Arc<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn set(&self, text: String) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(text);
+    }
+}
+
+/// The metrics sink.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    exposition: Exposition,
+    migrations: Family<Moves, Counter>,
+    runqlat: Log2Histogram,
+    domain_runqlat: Family<Domain, Log2Histogram>,
+    idle_wait: Family<IdleWait, Counter<f64, AtomicU64>>,
+    findings: Family<Kind, Counter>,
+    imbalance: Family<Domain, Gauge>,
+    busiest_type: Family<GroupTypeOf, Gauge>,
+    lost: Counter,
+    events: Counter,
+    intervals: Counter,
+    /// The busiest-group type label set each domain last had (reset to 0 when it changes).
+    last_types: Vec<GroupTypeOf>,
+}
+
+impl Metrics {
+    /// A sink describing a run of lbscope `version` on `kernel` traced with `probes`, under
+    /// the model's `model_rules`.
+    pub fn new(kernel: &str, probes: &str, model_rules: &str) -> Metrics {
+        let mut registry = Registry::with_prefix("lbscope");
+        let m = Metrics {
+            exposition: Exposition(Arc::new(Mutex::new(Arc::new(String::new())))),
+            migrations: Family::default(),
+            runqlat: Log2Histogram::default(),
+            domain_runqlat: Family::default(),
+            idle_wait: Family::default(),
+            findings: Family::default(),
+            imbalance: Family::default(),
+            busiest_type: Family::default(),
+            lost: Counter::default(),
+            events: Counter::default(),
+            intervals: Counter::default(),
+            last_types: Vec::new(),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "build",
+            "lbscope's version, the kernel traced, how its probes attached and the model's rules",
+            Info::new(Build {
+                version: env!("CARGO_PKG_VERSION").into(),
+                kernel: kernel.into(),
+                probes: probes.into(),
+                model_rules: model_rules.into(),
+            }),
+        );
+        registry.register(
+            "migrations",
+            "Task migrations by reason and by the domain level crossed",
+            m.migrations.clone(),
+        );
+        registry.register_with_unit(
+            "runqlat",
+            "Run-queue latency of every task (runqlat's definition), by runqlat's log2 slots",
+            Unit::Seconds,
+            m.runqlat.clone(),
+        );
+        registry.register_with_unit(
+            "domain_runqlat",
+            "Run-queue latency of the tasks that started running in each sched domain",
+            Unit::Seconds,
+            m.domain_runqlat.clone(),
+        );
+        registry.register_with_unit(
+            "idle_while_others_wait",
+            "Time a CPU of the domain sat idle while a task waited on another of its CPUs; \
+             waiting=movable: a task allowed on the idle CPU, pinned: only tasks pinned away",
+            Unit::Seconds,
+            m.idle_wait.clone(),
+        );
+        registry.register(
+            "findings",
+            "Wrong placements found by the balancer model, by kind",
+            m.findings.clone(),
+        );
+        registry.register(
+            "model_imbalance",
+            "The model's imbalance (env->imbalance) of each domain at the last interval's end",
+            m.imbalance.clone(),
+        );
+        registry.register(
+            "model_busiest_group_type",
+            "1 for the type of each domain's busiest group at the last interval's end",
+            m.busiest_type.clone(),
+        );
+        registry.register(
+            "lost_events",
+            "Events the kernel ring buffer could not take",
+            m.lost.clone(),
+        );
+        registry.register("events", "Events analyzed", m.events.clone());
+        registry.register("intervals", "Intervals closed", m.intervals.clone());
+        let mut m = Metrics { registry, ..m };
+        m.publish();
+        m
+    }
+
+    /// The text scrapes get, updated at each interval's close.
+    pub fn exposition(&self) -> Exposition {
+        self.exposition.clone()
+    }
+
+    /// Adds one interval.
+    fn add(&mut self, s: &Snapshot) {
+        for (reason, levels) in &s.migrations.matrix {
+            for (level, n) in levels {
+                self.migrations
+                    .get_or_create(&Moves {
+                        reason: reason.clone(),
+                        level: level.clone(),
+                    })
+                    .inc_by(*n);
+            }
+        }
+        self.runqlat.add(&s.runqlat_us);
+        for d in &s.runqlat_by_domain {
+            self.domain_runqlat
+                .get_or_create(&Domain {
+                    level: d.level.clone(),
+                    span: d.span.to_string(),
+                })
+                .add(&d.latency);
+        }
+        for w in &s.idle_while_waiting {
+            for (waiting, ns) in [("movable", w.movable_ns), ("pinned", w.pinned_ns)] {
+                self.idle_wait
+                    .get_or_create(&IdleWait {
+                        level: w.level.clone(),
+                        span: w.span.to_string(),
+                        waiting: waiting.into(),
+                    })
+                    .inc_by(ns as f64 / 1e9);
+            }
+        }
+        for (kind, n) in &s.findings_by_kind {
+            self.findings
+                .get_or_create(&Kind { kind: kind.clone() })
+                .inc_by(*n);
+        }
+        let mut types = Vec::new();
+        for d in &s.domains {
+            let dom = Domain {
+                level: d.level.clone(),
+                span: d.span.to_string(),
+            };
+            self.imbalance
+                .get_or_create(&dom)
+                .set(i64::try_from(d.imbalance).unwrap_or(i64::MAX));
+            if let Some(g) = d.busiest_group.and_then(|b| d.groups.get(b)) {
+                types.push(GroupTypeOf {
+                    level: dom.level,
+                    span: dom.span,
+                    group_type: g.group_type.name().into(),
+                });
+            }
+        }
+        for t in self.last_types.iter().filter(|t| !types.contains(t)) {
+            self.busiest_type.get_or_create(t).set(0);
+        }
+        for t in &types {
+            self.busiest_type.get_or_create(t).set(1);
+        }
+        self.last_types = types;
+        self.lost.inc_by(s.lost_events);
+        self.events.inc_by(s.events);
+        self.intervals.inc();
+    }
+
+    /// Encodes the registry into the shared text.
+    fn publish(&mut self) {
+        let mut text = String::new();
+        if prometheus_client::encoding::text::encode(&mut text, &self.registry).is_ok() {
+            self.exposition.set(text);
+        }
+    }
+}
+
+impl crate::pipeline::Sink for Metrics {
+    fn snapshot(&mut self, s: &Snapshot) -> io::Result<()> {
+        self.add(s);
+        self.publish();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::Sink;
+
+    #[test]
+    fn an_interval_becomes_counters_histograms_and_gauges_in_the_exposition() {
+        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/lab/6.1-4node-overload.lbs");
+        let (_, snaps, _) = crate::cmd::replay::analyze_recording(
+            crate::pipeline::Source::file(&path).unwrap(),
+            1_000_000_000,
+            &Default::default(),
+            &Default::default(),
+        )
+        .unwrap();
+        let mut m = Metrics::new("6.1.0", "tracepoints with balancer hooks", "v6_1");
+        let x = m.exposition();
+        assert!(x.text().contains("lbscope_build_info{"), "{}", x.text());
+        for s in &snaps {
+            m.snapshot(s).unwrap();
+        }
+        let text = x.text();
+        assert!(text.ends_with("# EOF\n"), "OpenMetrics ends with # EOF");
+        // Every migration of the run, summed from the counters.
+        let total: u64 = snaps.iter().map(|s| s.migrations.total).sum();
+        let counted: f64 = text
+            .lines()
+            .filter(|l| l.starts_with("lbscope_migrations_total{"))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+            .sum();
+        assert_eq!(counted as u64, total);
+        // The histogram's count and its +Inf bucket equal the run's samples.
+        let samples: u64 = snaps.iter().map(|s| s.runqlat_us.count).sum();
+        let value = |prefix: &str| {
+            text.lines()
+                .find(|l| l.starts_with(prefix))
+                .and_then(|l| l.rsplit(' ').next())
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or_else(|| panic!("{prefix} in {text}"))
+        };
+        assert_eq!(value("lbscope_runqlat_seconds_count ") as u64, samples);
+        assert_eq!(
+            value("lbscope_runqlat_seconds_bucket{le=\"+Inf\"}") as u64,
+            samples
+        );
+        assert_eq!(
+            value("lbscope_intervals_total ") as usize,
+            snaps.len(),
+            "one per interval"
+        );
+        // One busiest-group type per domain holds 1.
+        assert!(text.contains("lbscope_model_busiest_group_type{level=\"numa\""));
+        assert!(text.contains("lbscope_idle_while_others_wait_seconds_total{"));
+        assert!(text.contains("# TYPE lbscope_runqlat_seconds histogram"));
+    }
+}

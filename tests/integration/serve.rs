@@ -1,0 +1,205 @@
+//! `lbscope serve` scraped by a real Prometheus (the Debian package, on loopback, scraping
+//! every second) while a known workload runs: what Prometheus stored must be what perf and
+//! libbpf-tools runqlat counted for the same workload over the same window.
+
+use crate::common::{ensure_tracefs, example, lbscope, live_guard, require_tool, Tracer, Workload};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A port nobody listens on now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The body of `GET path` on 127.0.0.1:`port` (HTTP/1.0: the server closes when done).
+fn get(port: u16, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut all = String::new();
+    s.read_to_string(&mut all).ok()?;
+    let (head, body) = all.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.").then(|| body.to_string())
+}
+
+/// A PromQL instant query's single value.
+fn query(port: u16, promql: &str) -> Option<f64> {
+    let q: String = promql
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let body = get(port, &format!("/api/v1/query?query={q}"))?;
+    let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+    v["data"]["result"][0]["value"][1]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+}
+
+/// Polls until `f` gives the same value twice, `gap` apart (the last interval closed and
+/// was scraped), or `timeout` passes.
+fn settled(timeout: Duration, gap: Duration, f: impl Fn() -> Option<f64>) -> Option<f64> {
+    let end = Instant::now() + timeout;
+    let mut last = None;
+    while Instant::now() < end {
+        std::thread::sleep(gap);
+        let v = f();
+        if v.is_some() && v == last {
+            return v;
+        }
+        last = v;
+    }
+    last
+}
+
+#[test]
+fn prometheus_stores_what_perf_and_runqlat_count() {
+    let Some(_g) = live_guard() else { return };
+    ensure_tracefs();
+    let prometheus = require_tool("prometheus", "prometheus");
+    let perf_bin = require_tool("perf", "linux-perf");
+    let runqlat = require_tool("runqlat", "libbpf-tools");
+    let dir = std::env::temp_dir().join(format!("lbscope-serve-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (lbs_port, prom_port) = (free_port(), free_port());
+    let comm = format!("lbsserve{}", std::process::id() % 100_000);
+
+    // Message threads waking workers that think: migrations of every kind and latencies from
+    // microseconds up, all in threads named `comm`.
+    let mut wl_cmd = example("wakeup_storm");
+    wl_cmd.args(["--comm", &comm, "--workers", "6", "--think-us", "500"]);
+    wl_cmd.args(["--duration-ms", "3000"]);
+    let mut wl = Workload::start(wl_cmd);
+    let pid = wl.pid.to_string();
+
+    let mut serve = lbscope();
+    serve.args(["serve", "--listen", &format!("127.0.0.1:{lbs_port}")]);
+    serve.args(["--comm", &comm, "-i", "1"]);
+    let serve = Tracer::start("lbscope serve", serve, Some("serving"), Duration::ZERO);
+    assert!(
+        get(lbs_port, "/metrics").is_some_and(|m| m.contains("lbscope_build_info")),
+        "serve answers /metrics"
+    );
+    assert!(
+        get(lbs_port, "/nothing").is_some(),
+        "serve answers other paths (404)"
+    );
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+             scrape_configs:\n  - job_name: lbscope\n    static_configs:\n      \
+             - targets: ['127.0.0.1:{lbs_port}']\n"
+        ),
+    )
+    .unwrap();
+    let mut prom = Command::new(&prometheus);
+    prom.arg(format!("--config.file={}", config.display()));
+    prom.arg(format!(
+        "--storage.tsdb.path={}",
+        dir.join("tsdb").display()
+    ));
+    prom.arg(format!("--web.listen-address=127.0.0.1:{prom_port}"));
+    let prom = Tracer::start(
+        "prometheus",
+        prom,
+        Some("Server is ready to receive web requests"),
+        Duration::ZERO,
+    );
+    // Prometheus has scraped serve at least once.
+    assert!(
+        settled(Duration::from_secs(20), Duration::from_millis(500), || {
+            query(prom_port, "up{job=\"lbscope\"}").filter(|v| *v == 1.0)
+        })
+        .is_some(),
+        "Prometheus scrapes serve"
+    );
+
+    let stat_out = dir.join("perf-stat.txt");
+    let mut perf = Command::new(&perf_bin);
+    perf.args(["stat", "-x,", "-o"]).arg(&stat_out);
+    perf.args(["-a", "-e", "sched:sched_migrate_task"]);
+    perf.args(["--filter", &format!("comm == \"{comm}\"")]);
+    let perf = Tracer::start("perf", perf, None, Duration::from_secs(1));
+    let mut rq = Command::new("stdbuf");
+    rq.args(["-oL", &runqlat, "-p", &pid]);
+    let rq = Tracer::start("runqlat", rq, Some("Tracing"), Duration::from_millis(200));
+
+    wl.go_and_wait(Duration::from_secs(60));
+    // serve goes on counting: the references stop only once the workload has exited, so
+    // that its threads' last moves are in both windows.
+    wl.finish();
+    std::thread::sleep(Duration::from_millis(300));
+    let (_, _, _) = perf.interrupt();
+    let (_, rq_out, _) = rq.interrupt();
+
+    // Every interval holding the workload closed and was scraped.
+    let migrations = settled(Duration::from_secs(30), Duration::from_millis(1500), || {
+        query(prom_port, "sum(lbscope_migrations_total)")
+    })
+    .expect("Prometheus has the migration counter");
+    let samples = settled(Duration::from_secs(30), Duration::from_millis(1500), || {
+        query(prom_port, "sum(lbscope_runqlat_seconds_count)")
+    })
+    .expect("Prometheus has the latency histogram");
+    let (ok, _, err) = serve.interrupt();
+    let _ = prom.interrupt();
+    assert!(ok, "serve exits 0 on SIGINT: {err}");
+
+    let text = std::fs::read_to_string(&stat_out).expect("perf stat wrote its output");
+    let perf_n: u64 = text
+        .lines()
+        .find(|l| l.contains("sched:sched_migrate_task"))
+        .and_then(|l| l.split(',').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no count in perf stat output: {text}"));
+    let rq_n: u64 = crate::live::runqlat_hist(&rq_out).values().sum();
+    eprintln!(
+        "perf {perf_n}, Prometheus migrations {migrations}; runqlat {rq_n}, Prometheus samples {samples}"
+    );
+    assert!(perf_n > 20, "the workload migrated (perf counted {perf_n})");
+    assert_eq!(
+        migrations as u64, perf_n,
+        "the migration counter's increase over the window is perf's count"
+    );
+    assert!(rq_n > 1000, "runqlat saw the workload: {rq_out}");
+    // runqlat counts the process, serve the threads named `comm`: the workload names all of
+    // its threads so, the gated main thread included.
+    assert_eq!(
+        samples as u64, rq_n,
+        "the histogram's sample count is runqlat's"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn serve_refuses_a_bad_listen_address_and_a_port_in_use() {
+    let o = lbscope()
+        .args(["serve", "--listen", "nowhere"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--listen nowhere") && err.lines().count() == 1,
+        "{err}"
+    );
+    let Some(_g) = live_guard() else { return };
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let o = lbscope()
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("cannot listen there"), "{err}");
+}
