@@ -150,6 +150,37 @@ fn prometheus_stores_what_perf_and_runqlat_count() {
         query(prom_port, "sum(lbscope_runqlat_seconds_count)")
     })
     .expect("Prometheus has the latency histogram");
+    // Every query of the Grafana dashboard in examples/ answers with data.
+    let dash = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/grafana-lbscope.json"
+    ))
+    .unwrap();
+    let dash: serde_json::Value = serde_json::from_str(&dash).expect("the dashboard is JSON");
+    let mut queries = 0;
+    for panel in dash["panels"].as_array().unwrap() {
+        for t in panel["targets"].as_array().unwrap() {
+            let expr = t["expr"].as_str().unwrap();
+            let expr = expr.replace("$__rate_interval", "10s").replace("$instance", ".*");
+            let q: String = expr
+                .bytes()
+                .map(|b| match b {
+                    b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' => (b as char).to_string(),
+                    _ => format!("%{b:02X}"),
+                })
+                .collect();
+            let body = get(prom_port, &format!("/api/v1/query?query={q}")).unwrap();
+            let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+            assert_eq!(v["status"], "success", "{expr}: {body}");
+            assert!(
+                !v["data"]["result"].as_array().unwrap().is_empty(),
+                "{} ({expr}) has data",
+                panel["title"]
+            );
+            queries += 1;
+        }
+    }
+    assert!(queries >= 10, "{queries} dashboard queries");
     let (ok, _, err) = serve.interrupt();
     let _ = prom.interrupt();
     assert!(ok, "serve exits 0 on SIGINT: {err}");
