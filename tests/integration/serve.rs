@@ -161,7 +161,9 @@ fn prometheus_stores_what_perf_and_runqlat_count() {
     for panel in dash["panels"].as_array().unwrap() {
         for t in panel["targets"].as_array().unwrap() {
             let expr = t["expr"].as_str().unwrap();
-            let expr = expr.replace("$__rate_interval", "10s").replace("$instance", ".*");
+            let expr = expr
+                .replace("$__rate_interval", "10s")
+                .replace("$instance", ".*");
             let q: String = expr
                 .bytes()
                 .map(|b| match b {
