@@ -9,6 +9,7 @@ pub mod cmd;
 pub mod cpuset;
 pub mod diff;
 pub mod event;
+pub mod flight;
 pub(crate) mod idhash;
 pub mod model;
 pub mod output;

@@ -63,6 +63,83 @@ struct Build {
     model_rules: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DumpTrigger {
+    trigger: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SkipReason {
+    reason: String,
+}
+
+/// The flight recorder's counters (`serve --ring`): dumps written by trigger, skipped by
+/// reason, failed, and the ring's size. Shared with the dump-writing thread; registered in
+/// the exposition by [`Metrics::register_dumps`], or standing alone for `record --ring`.
+#[derive(Clone, Debug, Default)]
+pub struct DumpCounters {
+    written: Family<DumpTrigger, Counter>,
+    skipped: Family<SkipReason, Counter>,
+    failed: Counter,
+    ring_bytes: Gauge,
+    ring_seconds: Gauge<f64, AtomicU64>,
+}
+
+impl DumpCounters {
+    /// A dump was kept.
+    pub fn written(&self, trigger: &str) {
+        self.written
+            .get_or_create(&DumpTrigger {
+                trigger: trigger.into(),
+            })
+            .inc();
+    }
+
+    /// A dump was not written: `reason` is `hourly_cap`, `dir_cap` or `busy`.
+    pub fn skipped(&self, reason: &str) {
+        self.skipped
+            .get_or_create(&SkipReason {
+                reason: reason.into(),
+            })
+            .inc();
+    }
+
+    /// Writing a dump failed (disk full, directory gone or unwritable).
+    pub fn failed(&self) {
+        self.failed.inc();
+    }
+
+    /// The ring's estimated memory and its span of event time.
+    pub fn ring(&self, bytes: u64, span_ns: u64) {
+        self.ring_bytes
+            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        self.ring_seconds.set(span_ns as f64 / 1e9);
+    }
+
+    /// Dumps kept so far on `trigger`.
+    pub fn written_count(&self, trigger: &str) -> u64 {
+        self.written
+            .get_or_create(&DumpTrigger {
+                trigger: trigger.into(),
+            })
+            .get()
+    }
+
+    /// Dumps skipped so far for `reason`.
+    pub fn skipped_count(&self, reason: &str) -> u64 {
+        self.skipped
+            .get_or_create(&SkipReason {
+                reason: reason.into(),
+            })
+            .get()
+    }
+
+    /// Dumps that failed so far.
+    pub fn failed_count(&self) -> u64 {
+        self.failed.get()
+    }
+}
+
 /// A histogram over runqlat's log2 microsecond slots, fed with whole intervals' slot counts
 /// (the analyzer's figures are exact per slot; the crate's own histogram takes one value at
 /// a time). Bucket `le` bounds are the slots' ends, 2^(i+1) us (a slot holds the latencies
@@ -242,6 +319,40 @@ impl Metrics {
         let mut m = Metrics { registry, ..m };
         m.publish();
         m
+    }
+
+    /// Registers the flight recorder's counters in the exposition and returns them.
+    pub fn register_dumps(&mut self) -> DumpCounters {
+        let c = DumpCounters::default();
+        self.registry.register(
+            "dumps",
+            "Flight-recorder dumps written, by what triggered them",
+            c.written.clone(),
+        );
+        self.registry.register(
+            "dumps_skipped",
+            "Flight-recorder dumps not written: hourly_cap, dir_cap, or busy (one still being written)",
+            c.skipped.clone(),
+        );
+        self.registry.register(
+            "dump_failures",
+            "Flight-recorder dumps that could not be written (disk full, directory unwritable)",
+            c.failed.clone(),
+        );
+        self.registry.register_with_unit(
+            "ring",
+            "Estimated memory of the events the flight recorder's ring holds",
+            Unit::Bytes,
+            c.ring_bytes.clone(),
+        );
+        self.registry.register_with_unit(
+            "ring_span",
+            "Event time the flight recorder's ring spans",
+            Unit::Seconds,
+            c.ring_seconds.clone(),
+        );
+        self.publish();
+        c
     }
 
     /// The text scrapes get, updated at each interval's close.

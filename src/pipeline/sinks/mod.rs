@@ -4,9 +4,11 @@
 //! - `validate`: every batch into the validator (the model against the kernel's decisions);
 //! - `export`: every event into Perfetto and JSON-lines files;
 //! - `history`: every snapshot kept, for replay and diff;
-//! - `metrics`: counters, histograms and gauges for `serve`'s OpenMetrics endpoint.
+//! - `metrics`: counters, histograms and gauges for `serve`'s OpenMetrics endpoint;
+//! - `flight`: the last seconds of events in a ring, written as a recording on a trigger.
 
 mod export;
+mod flight;
 mod history;
 mod metrics;
 mod print;
@@ -14,8 +16,9 @@ mod recorder;
 mod validate;
 
 pub use export::{JsonlSink, PerfettoSink};
+pub use flight::{Destination, DumpRequests, FlightRecorder};
 pub use history::History;
-pub use metrics::{Exposition, Metrics, CONTENT_TYPE as METRICS_CONTENT_TYPE};
+pub use metrics::{DumpCounters, Exposition, Metrics, CONTENT_TYPE as METRICS_CONTENT_TYPE};
 pub use print::{Printer, Warnings};
 pub use recorder::Recorder;
 pub use validate::Validation;
