@@ -401,7 +401,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__record)
-            opts="-o -d -q -h --output --duration --quiet --ringbuf-mb --ringbuf-kb --attach --help"
+            opts="-o -d -q -h --output --duration --quiet --ringbuf-mb --ringbuf-kb --attach --ring --ring-mb --trigger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -433,6 +433,18 @@ _lbscope() {
                     ;;
                 --attach)
                     COMPREPLY=($(compgen -W "auto tp-btf raw-tp" -- "${cur}"))
+                    return 0
+                    ;;
+                --ring)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ring-mb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --trigger)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -623,7 +635,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__serve)
-            opts="-i -p -h --listen --interval --fold --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
+            opts="-i -p -h --listen --interval --fold --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --ring --ring-mb --trigger --dump-dir --max-dumps-per-hour --dump-dir-max-mb --dump-on-post --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -699,6 +711,30 @@ _lbscope() {
                     ;;
                 --attach)
                     COMPREPLY=($(compgen -W "auto tp-btf raw-tp" -- "${cur}"))
+                    return 0
+                    ;;
+                --ring)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ring-mb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --trigger)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dump-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-dumps-per-hour)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dump-dir-max-mb)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

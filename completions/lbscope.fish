@@ -105,6 +105,9 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand record" -l ringbuf-kb -d
 complete -c lbscope -n "__fish_lbscope_using_subcommand record" -l attach -d 'How to attach the tracepoint programs' -r -f -a "auto\t'tp_btf, and raw_tp if the kernel refuses tp_btf'
 tp-btf\t'BTF-typed tracepoints only'
 raw-tp\t'Raw tracepoints only'"
+complete -c lbscope -n "__fish_lbscope_using_subcommand record" -l ring -d 'Keep the last SECS seconds of events in memory and write them as a recording when a trigger fires or SIGUSR1 arrives' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand record" -l ring-mb -d 'The ring\'s memory limit: whichever of --ring and this is reached first bounds it' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand record" -l trigger -d 'Dump when an interval meets this: a finding rate KIND>=N/s (KIND: missed_pull, busy_wakeup, harmful_migration, ping_pong, churn, uneven_spread, or findings for any) or a run-queue latency STAT>=DURATION (STAT: p50, p90, p99, p999, max; e.g. p99>=5ms). Repeatable; a trigger that fired rests for the ring\'s length' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand record" -s q -l quiet -d 'No progress line on stderr'
 complete -c lbscope -n "__fish_lbscope_using_subcommand record" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l listen -d 'Address and port of the /metrics endpoint (loopback only by default: name an address to be scraped from other hosts)' -r
@@ -127,6 +130,13 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l ringbuf-kb -d 
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l attach -d 'How to attach the tracepoint programs' -r -f -a "auto\t'tp_btf, and raw_tp if the kernel refuses tp_btf'
 tp-btf\t'BTF-typed tracepoints only'
 raw-tp\t'Raw tracepoints only'"
+complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l ring -d 'Keep the last SECS seconds of events in memory and write them as a recording when a trigger fires or SIGUSR1 arrives' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l ring-mb -d 'The ring\'s memory limit: whichever of --ring and this is reached first bounds it' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l trigger -d 'Dump when an interval meets this: a finding rate KIND>=N/s (KIND: missed_pull, busy_wakeup, harmful_migration, ping_pong, churn, uneven_spread, or findings for any) or a run-queue latency STAT>=DURATION (STAT: p50, p90, p99, p999, max; e.g. p99>=5ms). Repeatable; a trigger that fired rests for the ring\'s length' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l dump-dir -d 'Where the flight recorder writes its dumps (created 0700 if missing; needs --ring)' -r -F
+complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l max-dumps-per-hour -d 'At most this many dumps in any hour; more are skipped and counted' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l dump-dir-max-mb -d 'The dumps in --dump-dir hold at most this many MiB; a dump that would pass it is skipped and counted (no dump already written is removed)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l dump-on-post -d 'Also dump on an HTTP POST to /dump on the --listen address'
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s i -l interval -d 'Interval length in seconds the noise estimate resamples' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s p -l pid -d 'Only this process (all its threads)' -r

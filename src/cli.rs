@@ -81,7 +81,10 @@ interval; ? lists every key."
 sudo lbscope record -o run.lbs                 until Ctrl-C\n  lbscope report run.lbs\n\n\
 The recording holds the whole machine: filter when reporting (-p, --comm, --cpus). It is \
 written in checksummed chunks at least once a second, so a crash or kill -9 loses at most the \
-last second. Ctrl-C or SIGTERM finish the file cleanly. Files are created mode 0600."
+last second. Ctrl-C or SIGTERM finish the file cleanly. Files are created mode 0600.\n\n\
+With --ring SECS only the last SECS seconds are kept, in memory, and written at the first \
+--trigger, at SIGUSR1 or at the end:\n  \
+sudo lbscope record --ring 30 --trigger 'p99>=10ms' -o catch.lbs"
     )]
     Record(RecordArgs),
     /// Keep tracing in the foreground and expose the figures as OpenMetrics (Prometheus) at
@@ -93,7 +96,17 @@ sudo lbscope serve --comm postgres -i 5     one process's figures, every 5 s\n\n
 Runs until SIGINT or SIGTERM; examples/lbscope.service runs it under systemd with the \
 capabilities it needs. The metrics advance when an interval closes; a scrape returns the \
 intervals closed so far and never waits for the tracer. Metric names and labels are \
-documented in the README (\"Metrics\")."
+documented in the README (\"Metrics\").\n\n\
+Flight recorder: with --ring SECS --dump-dir DIR the last SECS seconds of events stay in \
+memory and are written to DIR as an ordinary recording (lbscope-<UTC time>-<trigger>.lbs, \
+mode 0600) when a --trigger holds for an interval, on SIGUSR1, or on POST /dump with \
+--dump-on-post:\n  \
+sudo lbscope serve --ring 60 --dump-dir /var/lib/lbscope --trigger 'missed_pull>=5/s' \\\n    \
+--trigger 'p99>=10ms'\n  \
+sudo kill -USR1 $(pidof lbscope)              dump now\n\
+Dumps are capped per hour (--max-dumps-per-hour) and by the directory's size \
+(--dump-dir-max-mb); a dump that cannot be written is logged and counted \
+(lbscope_dump_failures_total) and serving goes on."
     )]
     Serve(ServeArgs),
     /// Compare two recordings: run-queue latency, migrations by reason and level,
@@ -207,6 +220,54 @@ pub struct ServeArgs {
     pub model: ModelArgs,
     #[command(flatten)]
     pub collect: CollectArgs,
+    #[command(flatten)]
+    pub flight: FlightArgs,
+    /// Where the flight recorder writes its dumps (created 0700 if missing; needs --ring).
+    #[arg(long, value_name = "DIR", help_heading = "Flight recorder")]
+    pub dump_dir: Option<std::path::PathBuf>,
+    /// At most this many dumps in any hour; more are skipped and counted.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 12,
+        help_heading = "Flight recorder"
+    )]
+    pub max_dumps_per_hour: u32,
+    /// The dumps in --dump-dir hold at most this many MiB; a dump that would pass it is
+    /// skipped and counted (no dump already written is removed).
+    #[arg(
+        long,
+        value_name = "MIB",
+        default_value_t = 1024,
+        help_heading = "Flight recorder"
+    )]
+    pub dump_dir_max_mb: u64,
+    /// Also dump on an HTTP POST to /dump on the --listen address.
+    #[arg(long, help_heading = "Flight recorder")]
+    pub dump_on_post: bool,
+}
+
+/// The flight recorder's ring and triggers (`serve`, `record`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct FlightArgs {
+    /// Keep the last SECS seconds of events in memory and write them as a recording when a
+    /// trigger fires or SIGUSR1 arrives.
+    #[arg(long, value_name = "SECS", help_heading = "Flight recorder")]
+    pub ring: Option<f64>,
+    /// The ring's memory limit: whichever of --ring and this is reached first bounds it.
+    #[arg(
+        long,
+        value_name = "MIB",
+        default_value_t = 256,
+        help_heading = "Flight recorder"
+    )]
+    pub ring_mb: u64,
+    /// Dump when an interval meets this: a finding rate KIND>=N/s (KIND: missed_pull,
+    /// busy_wakeup, harmful_migration, ping_pong, churn, uneven_spread, or findings for any)
+    /// or a run-queue latency STAT>=DURATION (STAT: p50, p90, p99, p999, max; e.g.
+    /// p99>=5ms). Repeatable; a trigger that fired rests for the ring's length.
+    #[arg(long, value_name = "SPEC", help_heading = "Flight recorder")]
+    pub trigger: Vec<String>,
 }
 
 /// `lbscope replay`.
@@ -410,6 +471,8 @@ pub struct RecordArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub collect: CollectArgs,
+    #[command(flatten)]
+    pub flight: FlightArgs,
 }
 
 /// `lbscope diff`.

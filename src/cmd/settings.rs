@@ -211,6 +211,108 @@ pub fn check_output(path: &std::path::Path) -> Result<(), CmdError> {
     Ok(())
 }
 
+/// The flight recorder's ring and triggers from `--ring`, `--ring-mb` and `--trigger`
+/// (`None` without `--ring`).
+pub fn flight(
+    f: &crate::cli::FlightArgs,
+) -> Result<Option<(crate::flight::RingLimits, Vec<crate::flight::Trigger>)>, CmdError> {
+    let triggers = f
+        .trigger
+        .iter()
+        .map(|t| crate::flight::Trigger::parse(t).map_err(|e| CmdError::Usage(e.to_string())))
+        .collect::<Result<Vec<_>, _>>()?;
+    let Some(secs) = f.ring else {
+        if !triggers.is_empty() {
+            return Err(CmdError::Usage(
+                "--trigger needs --ring SECS: the seconds of events a dump holds".into(),
+            ));
+        }
+        return Ok(None);
+    };
+    if !(secs.is_finite() && secs > 0.0 && secs <= 3600.0) {
+        return Err(CmdError::Usage(format!(
+            "--ring {secs}: seconds above 0 and at most 3600 (the ring is held in memory)"
+        )));
+    }
+    if !(1..=65_536).contains(&f.ring_mb) {
+        return Err(CmdError::Usage(format!(
+            "--ring-mb {}: from 1 to 65536 MiB",
+            f.ring_mb
+        )));
+    }
+    Ok(Some((
+        crate::flight::RingLimits {
+            span_ns: (secs * 1e9) as u64,
+            max_bytes: f.ring_mb << 20,
+        },
+        triggers,
+    )))
+}
+
+/// Where `serve`'s dumps go: `--dump-dir` (created 0700 when missing, and written to once
+/// to be sure it can be) with its caps; `ring` whether `--ring` was given.
+pub fn dump_dir(
+    a: &crate::cli::ServeArgs,
+    ring: bool,
+) -> Result<Option<crate::pipeline::sinks::Destination>, CmdError> {
+    match (&a.dump_dir, ring) {
+        (None, false) if a.dump_on_post => Err(CmdError::Usage(
+            "--dump-on-post needs --ring SECS and --dump-dir DIR".into(),
+        )),
+        (None, false) => Ok(None),
+        (Some(d), false) => Err(CmdError::Usage(format!(
+            "--dump-dir {}: needs --ring SECS, the seconds of events each dump holds",
+            d.display()
+        ))),
+        (None, true) => Err(CmdError::Usage(
+            "--ring: name where dumps go with --dump-dir DIR".into(),
+        )),
+        (Some(dir), true) => {
+            if a.max_dumps_per_hour == 0 {
+                return Err(CmdError::Usage(
+                    "--max-dumps-per-hour 0: at least 1 (or drop --ring)".into(),
+                ));
+            }
+            if a.dump_dir_max_mb == 0 {
+                return Err(CmdError::Usage(
+                    "--dump-dir-max-mb 0: at least 1 MiB (or drop --ring)".into(),
+                ));
+            }
+            writable_dir(dir)?;
+            Ok(Some(crate::pipeline::sinks::Destination::Dir {
+                dir: dir.clone(),
+                max_per_hour: a.max_dumps_per_hour,
+                max_dir_bytes: a.dump_dir_max_mb.saturating_mul(1 << 20),
+            }))
+        }
+    }
+}
+
+/// Creates `dir` (0700) when missing and checks that a file can be created in it.
+fn writable_dir(dir: &std::path::Path) -> Result<(), CmdError> {
+    use std::os::unix::fs::DirBuilderExt;
+    let fail = |why: String| {
+        CmdError::Usage(format!(
+            "--dump-dir {}: {why}; name a directory lbscope can write",
+            dir.display()
+        ))
+    };
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| fail(format!("cannot create it ({e})")))?;
+    }
+    if !dir.is_dir() {
+        return Err(fail("not a directory".into()));
+    }
+    let probe = dir.join(format!(".lbscope-probe-{}", std::process::id()));
+    std::fs::File::create(&probe).map_err(|e| fail(format!("cannot write there ({e})")))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,5 +404,90 @@ mod tests {
             assert!(e.contains("--fold on") && e.contains(why), "{e}");
         }
         assert!(!folds(FoldMode::Off, false, &none, big).unwrap());
+    }
+
+    fn serve(args: &[&str]) -> crate::cli::ServeArgs {
+        use clap::Parser;
+        let argv = ["lbscope", "serve"].iter().chain(args).copied();
+        match crate::cli::Cli::try_parse_from(argv)
+            .expect("parses")
+            .command
+        {
+            crate::cli::Command::Serve(a) => a,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn flight_recorder_flags_are_checked_together() {
+        let tmp = std::env::temp_dir().join(format!("lbscope-settings-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let d = tmp.join("dumps");
+        let ds = d.to_str().unwrap();
+        // Nothing asked: no ring.
+        let a = serve(&[]);
+        assert!(flight(&a.flight).unwrap().is_none());
+        assert!(dump_dir(&a, false).unwrap().is_none());
+        // A whole configuration: the directory is created 0700.
+        let a = serve(&["--ring", "30", "--dump-dir", ds, "--trigger", "p99>=5ms"]);
+        let (limits, triggers) = flight(&a.flight).unwrap().unwrap();
+        assert_eq!(limits.span_ns, 30_000_000_000);
+        assert_eq!(limits.max_bytes, 256 << 20);
+        assert_eq!(triggers.len(), 1);
+        assert!(dump_dir(&a, true).unwrap().is_some());
+        let mode = std::os::unix::fs::PermissionsExt::mode(&d.metadata().unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o700);
+        // Refusals, one line each, naming the flag.
+        refusal(
+            flight(&serve(&["--trigger", "p99>=5ms"]).flight),
+            "--trigger",
+        );
+        let m = refusal(
+            flight(&serve(&["--ring", "1", "--trigger", "p99>5ms"]).flight),
+            "--trigger",
+        );
+        assert!(m.contains("p99>=5ms"), "{m}");
+        refusal(flight(&serve(&["--ring", "0"]).flight), "--ring 0");
+        refusal(flight(&serve(&["--ring", "7200"]).flight), "--ring 7200");
+        refusal(
+            flight(&serve(&["--ring", "5", "--ring-mb", "0"]).flight),
+            "--ring-mb 0",
+        );
+        refusal(dump_dir(&serve(&["--ring", "5"]), true), "--ring");
+        refusal(dump_dir(&serve(&["--dump-dir", ds]), false), "--dump-dir");
+        refusal(
+            dump_dir(&serve(&["--dump-on-post"]), false),
+            "--dump-on-post",
+        );
+        refusal(
+            dump_dir(
+                &serve(&["--ring", "5", "--dump-dir", ds, "--max-dumps-per-hour", "0"]),
+                true,
+            ),
+            "--max-dumps-per-hour 0",
+        );
+        refusal(
+            dump_dir(
+                &serve(&["--ring", "5", "--dump-dir", ds, "--dump-dir-max-mb", "0"]),
+                true,
+            ),
+            "--dump-dir-max-mb 0",
+        );
+        // A file where the directory should be, and a directory that cannot be made.
+        let file = tmp.join("file");
+        std::fs::write(&file, b"x").unwrap();
+        let fs = file.to_str().unwrap();
+        let m = refusal(
+            dump_dir(&serve(&["--ring", "5", "--dump-dir", fs]), true),
+            "--dump-dir",
+        );
+        assert!(m.contains("not a directory"), "{m}");
+        let under = format!("{fs}/sub");
+        let m = refusal(
+            dump_dir(&serve(&["--ring", "5", "--dump-dir", &under]), true),
+            "--dump-dir",
+        );
+        assert!(m.contains("cannot create it"), "{m}");
+        let _ = std::fs::remove_dir_all(&tmp);
     }
 }

@@ -2,7 +2,7 @@
 //! every skip listed for `./run test` to count),
 //! a lock so live tests never overlap, and child-process plumbing.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
@@ -259,20 +259,30 @@ impl Tracer {
         t
     }
 
-    /// Sends SIGINT and returns (exit success, stdout, stderr).
-    pub fn interrupt(mut self) -> (bool, String, String) {
-        let pid = self.child.id() as i32;
+    /// Sends `signal` (a name for kill(1): USR1, INT).
+    pub fn signal(&self, signal: &str) {
         let _ = Command::new("kill")
-            .args(["-INT", &pid.to_string()])
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
             .status();
-        let end = Instant::now() + Duration::from_secs(30);
+    }
+
+    /// Sends SIGINT and returns (exit success, stdout, stderr).
+    pub fn interrupt(self) -> (bool, String, String) {
+        self.signal("INT");
+        self.wait_exit(Duration::from_secs(30), "SIGINT")
+    }
+
+    /// Waits up to `timeout` for the process to end by itself (`after` names what should
+    /// end it) and returns (exit success, stdout, stderr).
+    pub fn wait_exit(mut self, timeout: Duration, after: &str) -> (bool, String, String) {
+        let end = Instant::now() + timeout;
         let status = loop {
             if let Some(s) = self.child.try_wait().unwrap() {
                 break s;
             }
             if Instant::now() > end {
                 let _ = self.child.kill();
-                panic!("{} did not stop within 30 s of SIGINT", self.name);
+                panic!("{} did not stop within {timeout:?} of {after}", self.name);
             }
             std::thread::sleep(Duration::from_millis(20));
         };
@@ -296,4 +306,23 @@ impl Drop for Tracer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A port nobody listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The body of `GET path` on 127.0.0.1:`port` (HTTP/1.0: the server closes when done).
+pub fn get(port: u16, path: &str) -> Option<String> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut all = String::new();
+    s.read_to_string(&mut all).ok()?;
+    let (head, body) = all.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.").then(|| body.to_string())
 }

@@ -4,6 +4,7 @@
 mod cli;
 mod common;
 mod faults;
+mod flight;
 mod live;
 mod model;
 mod outputs;

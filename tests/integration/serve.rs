@@ -2,30 +2,11 @@
 //! every second) while a known workload runs: what Prometheus stored must be what perf and
 //! libbpf-tools runqlat counted for the same workload over the same window.
 
-use crate::common::{ensure_tracefs, example, lbscope, live_guard, require_tool, Tracer, Workload};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use crate::common::{
+    ensure_tracefs, example, free_port, get, lbscope, live_guard, require_tool, Tracer, Workload,
+};
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// A port nobody listens on now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// The body of `GET path` on 127.0.0.1:`port` (HTTP/1.0: the server closes when done).
-fn get(port: u16, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
-    let mut all = String::new();
-    s.read_to_string(&mut all).ok()?;
-    let (head, body) = all.split_once("\r\n\r\n")?;
-    head.starts_with("HTTP/1.").then(|| body.to_string())
-}
 
 /// A PromQL instant query's single value.
 fn query(port: u16, promql: &str) -> Option<f64> {
@@ -226,7 +207,7 @@ fn serve_refuses_a_bad_listen_address_and_a_port_in_use() {
         "{err}"
     );
     let Some(_g) = live_guard() else { return };
-    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
     let o = lbscope()
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])

@@ -71,13 +71,21 @@ impl DumpRequests {
 
 /// A dump to write: the ring's prologue and batches, shared with the ring.
 struct Job {
-    slug: &'static str,
+    /// What fired: a trigger's slug, several joined by `+` when they fired together.
+    slug: String,
     why: String,
     prologue: Vec<Event>,
     batches: Vec<Arc<[Event]>>,
 }
 
 impl Job {
+    /// Counts the dump under each trigger that fired it.
+    fn count_written(&self, counters: &DumpCounters) {
+        for slug in self.slug.split('+') {
+            counters.written(slug);
+        }
+    }
+
     fn events(&self) -> u64 {
         self.prologue.len() as u64 + self.batches.iter().map(|b| b.len() as u64).sum::<u64>()
     }
@@ -181,7 +189,7 @@ impl FlightRecorder {
     }
 
     /// Hands the ring to the destination.
-    fn dump(&mut self, slug: &'static str, why: String) -> io::Result<()> {
+    fn dump(&mut self, slug: String, why: String) -> io::Result<()> {
         let job = Job {
             slug,
             why,
@@ -218,7 +226,7 @@ impl FlightRecorder {
                 }
                 *written = true;
                 let bytes = job.write(path, &self.header).map_err(io::Error::other)?;
-                self.counters.written(job.slug);
+                job.count_written(&self.counters);
                 eprintln!(
                     "lbscope: wrote the last {:.1} s ({} events, {bytes} bytes) to {} on {}",
                     self.ring.span_ns() as f64 / 1e9,
@@ -246,7 +254,7 @@ impl FlightRecorder {
                 "signal" => "SIGUSR1".to_string(),
                 _ => "POST /dump".to_string(),
             };
-            self.dump(slug, why)?;
+            self.dump(slug.into(), why)?;
         }
         Ok(())
     }
@@ -260,19 +268,24 @@ impl Sink for FlightRecorder {
     }
 
     fn snapshot(&mut self, s: &Snapshot) -> io::Result<()> {
+        // Triggers that fire in the same interval share one dump.
         let span = self.span_ns;
-        let mut fired = None;
+        let mut slugs = Vec::new();
+        let mut whys = Vec::new();
         for (t, last) in &mut self.triggers {
             if last.is_some_and(|at| s.t_end_ns < at.saturating_add(span)) {
                 continue;
             }
             if let Some(why) = t.fired(s) {
                 *last = Some(s.t_end_ns);
-                fired.get_or_insert((t.slug(), why));
+                if !slugs.contains(&t.slug()) {
+                    slugs.push(t.slug());
+                }
+                whys.push(why);
             }
         }
-        if let Some((slug, why)) = fired {
-            self.dump(slug, why)?;
+        if !slugs.is_empty() {
+            self.dump(slugs.join("+"), whys.join("; "))?;
         }
         self.take_request()
     }
@@ -287,7 +300,9 @@ impl Sink for FlightRecorder {
                 }
                 Ok(())
             }
-            Out::File { written, .. } if !*written => self.dump("end", "the run's end".into()),
+            Out::File { written, .. } if !*written => {
+                self.dump("end".into(), "the run's end".into())
+            }
             Out::File { .. } => Ok(()),
         }
     }
@@ -323,7 +338,7 @@ impl DirWriter {
             self.counters.skipped("hourly_cap");
             return;
         }
-        let name = self.name(job.slug);
+        let name = self.name(&job.slug);
         let tmp = self.dir.join(format!(".{name}.partial"));
         let bytes = match job.write(&tmp, &self.header) {
             Ok(b) => b,
@@ -357,7 +372,7 @@ impl DirWriter {
             return;
         }
         self.kept.push_back(Instant::now());
-        self.counters.written(job.slug);
+        job.count_written(&self.counters);
         eprintln!(
             "lbscope: dump {} ({} events, {bytes} bytes) on {}",
             path.display(),
@@ -366,7 +381,8 @@ impl DirWriter {
         );
     }
 
-    /// `lbscope-20261125T083000Z-missed_pull.lbs`, with `-2`, `-3` ... when taken.
+    /// `lbscope-20261125T083000Z-missed_pull.lbs` (`-missed_pull+p99` when both fired), with
+    /// `-2`, `-3` ... when taken.
     fn name(&self, slug: &str) -> String {
         let stamp = utc_stamp(SystemTime::now());
         let mut name = format!("lbscope-{stamp}-{slug}.lbs");
