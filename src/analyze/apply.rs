@@ -43,9 +43,11 @@ impl Analyzer {
                 self.model
                     .pelt(*rq_cpu, *load_avg, *runnable_avg, *util_avg, *util_est);
             }
-            // Waking precedes placement and changes nothing here or in the model; Clock
-            // never reaches this point.
-            EventKind::Waking { .. } | EventKind::Clock => {}
+            // Waking precedes placement and changes nothing here; the model marks the
+            // wakeup's target (not idle while it is on its way). Clock never reaches this
+            // point.
+            EventKind::Waking { pid, prev_cpu } => self.model.waking(cpu, *pid, *prev_cpu),
+            EventKind::Clock => {}
             // The model's part of a migration is in `apply_other`, which shares the search
             // of the level crossed with it.
             EventKind::Migrate { .. } => self.apply_other(ev),

@@ -18,6 +18,8 @@
 //! switches only at idle transitions and wakeups only while a CPU may be idle: idleness stays
 //! exact, but a busy CPU's `current` may name a task switched out since, and a thread is seen
 //! running (for uneven_spread) at its first run on each CPU in each 100 ms flush period.
+//! A CPU with a remote wakeup on its way (`waking`) is not idle to the balancer, as
+//! idle_cpu() says while rq->ttwu_pending is set.
 
 pub mod domains;
 pub mod findings;
@@ -28,6 +30,7 @@ pub mod stats;
 mod task;
 #[cfg(test)]
 mod tests;
+mod waking;
 
 pub use domains::DomainView;
 pub use findings::{Finding, FindingKind, FindingLog};
@@ -118,6 +121,8 @@ struct CpuState {
     /// util_est (0 when the recording does not have it).
     util_est: u64,
     capacity: Option<u64>,
+    /// Remote wakeups queued for this CPU and not yet activated (see `waking`).
+    wakes_pending: u32,
 }
 
 impl CpuState {
@@ -144,7 +149,8 @@ impl CpuState {
             util_avg: self.util,
             util_est: self.util_est,
             capacity: self.capacity(),
-            idle: nr == 0 && self.current.is_none_or(|p| p == 0),
+            // idle_cpu(): also not idle while rq->ttwu_pending is set.
+            idle: nr == 0 && self.current.is_none_or(|p| p == 0) && self.wakes_pending == 0,
         }
     }
 
@@ -208,6 +214,8 @@ pub struct Model<X = ()> {
     tasks: TaskTable<X>,
     /// Pids of the CPUs' stopper threads (`migration/N`), which are not CFS tasks.
     stoppers: HashSet<Pid>,
+    /// Wakeups between `sched_waking` and `sched_wakeup` (see `waking`).
+    wakes: waking::InFlight,
     log: FindingLog,
     /// Migrations into each domain (flat index) this interval.
     moves: Vec<u64>,
@@ -250,6 +258,7 @@ impl<X: TaskExt> Model<X> {
             known_idle: CpuSet::new(),
             tasks: TaskTable::default(),
             stoppers: HashSet::new(),
+            wakes: waking::InFlight::default(),
             moves: vec![0; n],
             prev_imbalance: vec![0; n],
             llc_level,
@@ -372,6 +381,7 @@ impl<X: TaskExt> Model<X> {
     /// the idle task).
     #[inline]
     pub fn switched(&mut self, cpu: u32, next: Pid) -> Option<&mut X> {
+        self.wake_done(next);
         if let Some(c) = self.cpu_mut(cpu) {
             c.current = Some(next);
         }
@@ -392,6 +402,7 @@ impl<X: TaskExt> Model<X> {
     /// (none for pid 0).
     #[inline]
     pub fn woken(&mut self, t: u64, pid: Pid, target: u32) -> Option<&mut X> {
+        self.wake_done(pid);
         if !self.stoppers.is_empty() && self.stoppers.contains(&pid) {
             if let Some(c) = self.cpu_mut(target) {
                 c.stopper = true;
@@ -453,6 +464,7 @@ impl<X: TaskExt> Model<X> {
     pub fn push_other(&mut self, ev: &Event) {
         let t = ev.ts_ns;
         match &ev.kind {
+            EventKind::Waking { pid, prev_cpu } => self.waking(ev.cpu, *pid, *prev_cpu),
             EventKind::WakeupNew {
                 pid,
                 tgid,
@@ -495,6 +507,7 @@ impl<X: TaskExt> Model<X> {
                 }
             }
             EventKind::Exit { pid, .. } => {
+                self.wake_done(*pid);
                 self.tasks.remove(*pid);
             }
             _ => {}

@@ -148,6 +148,7 @@ impl<X: super::TaskExt> Model<X> {
         reason: crate::event::Reason,
         level: Option<usize>,
     ) {
+        self.wake_moved(pid, dst);
         if let Some(i) = level.and_then(|l| self.table.index(&self.topo, l, dst as usize)) {
             self.moves[i] += 1;
         }

@@ -72,10 +72,6 @@ COLUMNS = ["kernel", "topology", "scenario", "boot s",
 # message prefix, with the reason (README, "What the matrix shows"). A known miss is printed
 # as such and counted, and does not fail the run; any other miss does.
 KNOWN_MISSES = {
-    ("4node", "wakeup-storm", "numa: precision"):
-        "NUMA searches where the kernel found balanced from a CPU whose busiest group held 3 "
-        "tasks against 0-1 locally by the recorded counts; not explained",
-    ("4node", "wakeup-storm", "numa: kappa"): "follows from the NUMA precision above",
     ("4node", "group-imbalance", "llc: recall"):
         "borderline, 87.2-97.5% over 9 runs: LLC searches the kernel found imbalanced from "
         "PELT sums that differ from the sampled ones",

@@ -232,3 +232,98 @@ fn node_is_not_an_sd_numa_level() {
         );
     }
 }
+
+/// idle_cpu() (6.1 and 6.12 core.c alike), which update_sg_lb_stats asks of every CPU with
+/// nothing queued (`if (!nr_running && idle_cpu(i)) sgs->idle_cpus++`):
+///   if (rq->curr != rq->idle) return 0;
+///   if (rq->nr_running) return 0;
+///   if (rq->ttwu_pending) return 0;
+///   return 1;
+/// ttwu_pending is set by __ttwu_queue_wakelist, which try_to_wake_up takes when
+/// ttwu_queue_cond() holds: the target does not share the waker's LLC, or it is another CPU
+/// and runs nothing (`if (!cpu_rq(cpu)->nr_running) return true;`); sched_ttwu_pending
+/// clears it on the target after enqueueing the list. So between a remote waker's
+/// sched_waking and the target's sched_wakeup the target counts as busy.
+///
+/// The 4node lab guest (MC of 4, NUMA of 16; imb_numa_nr 1), dst CPU 12 idle pulling at NUMA.
+/// Node 2 runs 3 tasks on CPUs 8-9 (2 idle); node 0 runs 1 task on CPU 0, which wakes tasks
+/// last on CPUs 1 and 2. With those two wakeups on their way, node 0 has 1 idle CPU against
+/// node 2's 2, and update_sd_pick_busiest (has_spare: fewer idle CPUs wins) picks node 0:
+/// prefer_sibling needs 1 > 0 + 1 (6.1) / sibling_imbalance 1 - 0 = 1 > 1 (6.12), no; then
+/// local idle 4 <= 1 + 1, no; `busiest->sum_h_nr_running == 1` -> out_balanced. Counting
+/// CPUs 1 and 2 as idle instead, node 2 is busiest and prefer_sibling forces 3 - 0 = 3
+/// tasks, adjust_numa_imbalance(3, 0 + 1, 1) keeps 3 (> NUMA_IMBALANCE_MIN), >>= 1 -> 1.
+#[test]
+fn a_remote_wakeup_on_its_way_makes_its_target_busy() {
+    use crate::analyze::tests::{ev, migrate, nr, switch, wakeup};
+    use crate::event::{CpuIdleType, EventKind, Reason};
+    use crate::model::{Model, ModelConfig};
+    let topo = Topology::synthetic(
+        &[(LevelKind::Llc, "MC", 4), (LevelKind::Numa, "NUMA", 16)],
+        16,
+    );
+    let waking = |ts: u64, cpu: u32, pid: u32, prev_cpu: u32| {
+        ev(ts, cpu, EventKind::Waking { pid, prev_cpu })
+    };
+    for rules in [ModelRules::V6_1, ModelRules::V6_6Plus] {
+        let config = ModelConfig {
+            rules,
+            ..ModelConfig::default()
+        };
+        let mut m = Model::new(&topo, config);
+        for c in 0..16 {
+            m.push(&switch(1, c, 0, 0, 0));
+        }
+        let mut evs = vec![
+            switch(2, 0, 0, 0, 100),
+            nr(2, 0, 1),
+            switch(2, 8, 0, 0, 101),
+            nr(2, 8, 2),
+            switch(2, 9, 0, 0, 102),
+            nr(2, 9, 1),
+        ];
+        evs.extend([waking(10, 0, 200, 1), waking(11, 0, 201, 2)]);
+        for e in &evs {
+            m.push(e);
+        }
+        let pull = |m: &Model| {
+            let p = m.decide_at(12, 16, CpuIdleType::Idle).unwrap();
+            let idle: Vec<u64> = p.groups.iter().map(|g| g.idle_cpus).collect();
+            (idle, p.decision.busiest, p.decision.imbalance)
+        };
+        assert_eq!(pull(&m), (vec![1, 4, 2, 4], Some(0), 0), "{rules:?}");
+
+        // The wakeups arrive: CPUs 1 and 2 queue their tasks; node 0 has 3 tasks and 1 idle
+        // CPU, the busiest again, and prefer_sibling forces 3 - 0 -> 1 task.
+        for e in [
+            nr(20, 1, 1),
+            wakeup(21, 200, 1),
+            nr(22, 2, 1),
+            wakeup(23, 201, 2),
+        ] {
+            m.push(&e);
+        }
+        assert_eq!(pull(&m), (vec![1, 4, 2, 4], Some(0), 1), "{rules:?}");
+
+        // The same state with nothing on its way: node 2 is busiest, 3 - 0 -> 1 task.
+        for e in [
+            nr(30, 1, 0),
+            switch(30, 1, 0, 1, 0),
+            nr(30, 2, 0),
+            switch(30, 2, 0, 1, 0),
+        ] {
+            m.push(&e);
+        }
+        assert_eq!(pull(&m), (vec![3, 4, 2, 4], Some(2), 1), "{rules:?}");
+
+        // A wakeup onto the waker's own CPU is activated in place (ttwu_queue_cond:
+        // `if (cpu == smp_processor_id()) return false;`): no flag. One moved by its placement
+        // (sched_migrate_task in the waker) flags its new target instead.
+        m.push(&waking(40, 1, 202, 1));
+        assert_eq!(pull(&m).0, vec![3, 4, 2, 4], "{rules:?}");
+        m.push(&migrate(41, 202, 1, 5, Reason::Wakeup));
+        assert_eq!(pull(&m).0, vec![3, 3, 2, 4], "{rules:?}");
+        m.push(&wakeup(42, 202, 5));
+        assert_eq!(pull(&m).0, vec![3, 4, 2, 4], "{rules:?}");
+    }
+}
