@@ -635,7 +635,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__serve)
-            opts="-i -p -h --listen --interval --fold --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --ring --ring-mb --trigger --dump-dir --max-dumps-per-hour --dump-dir-max-mb --dump-on-post --help"
+            opts="-i -p -h --listen --interval --fold --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --process-latency --ring --ring-mb --trigger --dump-dir --max-dumps-per-hour --dump-dir-max-mb --dump-on-post --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -711,6 +711,10 @@ _lbscope() {
                     ;;
                 --attach)
                     COMPREPLY=($(compgen -W "auto tp-btf raw-tp" -- "${cur}"))
+                    return 0
+                    ;;
+                --process-latency)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --ring)

@@ -130,6 +130,7 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l ringbuf-kb -d 
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l attach -d 'How to attach the tracepoint programs' -r -f -a "auto\t'tp_btf, and raw_tp if the kernel refuses tp_btf'
 tp-btf\t'BTF-typed tracepoints only'
 raw-tp\t'Raw tracepoints only'"
+complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l process-latency -d 'A run-queue latency histogram for the processes of this name (lbscope_process_runqlat_seconds{comm="NAME"}); repeatable, at most 32 names, so that label values stay bounded' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l ring -d 'Keep the last SECS seconds of events in memory and write them as a recording when a trigger fires or SIGUSR1 arrives' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l ring-mb -d 'The ring\'s memory limit: whichever of --ring and this is reached first bounds it' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l trigger -d 'Dump when an interval meets this: a finding rate KIND>=N/s (KIND: missed_pull, busy_wakeup, harmful_migration, ping_pong, churn, uneven_spread, or findings for any) or a run-queue latency STAT>=DURATION (STAT: p50, p90, p99, p999, max; e.g. p99>=5ms). Repeatable; a trigger that fired rests for the ring\'s length' -r

@@ -220,6 +220,11 @@ pub struct ServeArgs {
     pub model: ModelArgs,
     #[command(flatten)]
     pub collect: CollectArgs,
+    /// A run-queue latency histogram for the processes of this name
+    /// (lbscope_process_runqlat_seconds{comm="NAME"}); repeatable, at most 32 names, so
+    /// that label values stay bounded.
+    #[arg(long, value_name = "NAME")]
+    pub process_latency: Vec<String>,
     #[command(flatten)]
     pub flight: FlightArgs,
     /// Where the flight recorder writes its dumps (created 0700 if missing; needs --ring).

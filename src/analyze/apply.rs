@@ -329,11 +329,19 @@ impl Analyzer {
     }
 
     /// One run-queue latency sample of `pid` (of process `tgid`, as its entry says), which
-    /// started running on `cpu`.
+    /// started running on `cpu`. A thread preempted after its exit has a fresh entry: its
+    /// process is the one it had (kept for the exit's grace), as for the filter.
     fn sample(&mut self, cpu: u32, pid: Pid, tgid: Option<u32>, ns: u64) {
-        if !self.config.filter.matches_cpu(cpu) || !self.task_matches(pid) {
+        if !self.config.filter.matches_cpu(cpu) {
             return;
         }
+        let (known_tgid, comm) =
+            identity(self.model.tasks(), &self.names, &self.exited, self.now, pid);
+        let f = &self.config.filter;
+        if f.filters_tasks() && !f.matches_task(pid, known_tgid, comm) {
+            return;
+        }
+        let tgid = tgid.or(known_tgid);
         let names = &self.names;
         // The process's name: its leader's when known, else this thread's.
         let name = || {

@@ -62,6 +62,8 @@ pub struct LatencyCollector {
     proc_hists: Vec<LatHist>,
     proc_names: Vec<Option<String>>,
     pending: Vec<Pending>,
+    /// Process names listed whatever their rank (`serve --process-latency`).
+    listed: Vec<String>,
 }
 
 /// The slot of process `tgid` (its histogram empty and its name unknown if new).
@@ -207,6 +209,12 @@ impl LatencyCollector {
         }
     }
 
+    /// Lists the processes named `names` in every interval's figures, beyond the top
+    /// [`TOP_PROCESSES`] too.
+    pub fn list_processes(&mut self, names: Vec<String>) {
+        self.listed = names;
+    }
+
     /// The interval's figures, then starts afresh.
     pub fn take(&mut self, topo: &Topology, filter: &Filter) -> LatencyFigures {
         self.flush();
@@ -265,9 +273,17 @@ impl LatencyCollector {
                 .then_with(|| a.1.is_none().cmp(&b.1.is_none()))
                 .then(a.1.cmp(&b.1))
         });
-        let by_process = procs
+        let listed = &self.listed;
+        let keep: Vec<(u64, Option<u32>, usize)> = procs
             .into_iter()
-            .take(TOP_PROCESSES)
+            .enumerate()
+            .filter(|(rank, (_, _, i))| {
+                *rank < TOP_PROCESSES || names[*i].as_ref().is_some_and(|n| listed.contains(n))
+            })
+            .map(|(_, p)| p)
+            .collect();
+        let by_process = keep
+            .into_iter()
             .map(|(_, tgid, i)| ProcessLatency {
                 tgid,
                 comm: names[i].take(),
@@ -307,6 +323,28 @@ mod tests {
         assert_eq!(f.global.max, ns_max(n));
         let again = c.take(&topo, &Filter::default());
         assert_eq!(again.global.count, 0, "a new interval starts empty");
+    }
+
+    #[test]
+    fn listed_processes_are_reported_beyond_the_top() {
+        let topo = crate::source::synthetic::topology(4);
+        let mut c = LatencyCollector::default();
+        c.list_processes(vec!["p0".into(), "nosuch".into()]);
+        // Process i has i + 1 samples: p0 has the fewest.
+        for i in 0..(TOP_PROCESSES as u32 + 5) {
+            let name = format!("p{i}");
+            for _ in 0..=i {
+                c.record(0, Some(100 + i), 5_000, || (Some(name.as_str()), true));
+            }
+        }
+        let f = c.take(&topo, &Filter::default());
+        assert_eq!(f.by_process.len(), TOP_PROCESSES + 1);
+        let last = f.by_process.last().unwrap();
+        assert_eq!(
+            (last.comm.as_deref(), last.latency.count),
+            (Some("p0"), 1),
+            "the listed process, with its exact count"
+        );
     }
 
     fn ns_max(n: u64) -> f64 {

@@ -146,6 +146,12 @@ impl Analyzer {
         &self.topo
     }
 
+    /// Lists the processes named `names` in every snapshot's `runqlat_by_process`, beyond
+    /// the top [`TOP_PROCESSES`] too (the metrics endpoint's per-process allow-list).
+    pub fn list_processes(&mut self, names: Vec<String>) {
+        self.latency.list_processes(names);
+    }
+
     /// The settings it was built with.
     pub fn config(&self) -> &AnalyzerConfig {
         &self.config

@@ -14,6 +14,7 @@ pub fn run(args: &crate::cli::ServeArgs) -> Result<(), CmdError> {
     use crate::pipeline::{Driver, Sink, Source};
     let interval_ns = settings::interval_ns(args.interval)?;
     let addr = settings::listen(&args.listen)?;
+    let listed = settings::process_names(&args.process_latency)?;
     let ring = settings::flight(&args.flight)?;
     let dest = settings::dump_dir(args, ring.is_some())?;
     // Dumps are recordings: with a ring, everything a recording holds is traced.
@@ -38,6 +39,7 @@ pub fn run(args: &crate::cli::ServeArgs) -> Result<(), CmdError> {
         &src.probes.mode(),
         model.rules.name(),
     );
+    metrics.list_processes(&listed);
     let requests = DumpRequests::default();
     let mut flight = match (ring, dest) {
         (Some((limits, triggers)), Some(dest)) => {
@@ -85,7 +87,7 @@ pub fn run(args: &crate::cli::ServeArgs) -> Result<(), CmdError> {
         src.probes.attached_tracepoints().len(),
         src.probes.tracing_mode()
     );
-    let analyzer = Analyzer::new(
+    let mut analyzer = Analyzer::new(
         topo,
         AnalyzerConfig {
             interval_ns,
@@ -93,6 +95,7 @@ pub fn run(args: &crate::cli::ServeArgs) -> Result<(), CmdError> {
             model,
         },
     );
+    analyzer.list_processes(listed);
     let mut driver = Driver::new(analyzer);
     let mut warnings = Warnings;
     let mut sinks: Vec<&mut dyn Sink> = vec![&mut metrics, &mut warnings];

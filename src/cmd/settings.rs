@@ -211,6 +211,29 @@ pub fn check_output(path: &std::path::Path) -> Result<(), CmdError> {
     Ok(())
 }
 
+/// Validates `serve --process-latency` names: at most 32, each a possible comm (1 to 15
+/// bytes), duplicates dropped.
+pub fn process_names(names: &[String]) -> Result<Vec<String>, CmdError> {
+    let mut out: Vec<String> = Vec::new();
+    for n in names {
+        if n.is_empty() || n.len() > 15 {
+            return Err(CmdError::Usage(format!(
+                "--process-latency {n:?}: a process name of 1 to 15 bytes, as in /proc/PID/comm"
+            )));
+        }
+        if !out.contains(n) {
+            out.push(n.clone());
+        }
+    }
+    if out.len() > 32 {
+        return Err(CmdError::Usage(format!(
+            "--process-latency: {} names; at most 32 keep the metric's labels bounded",
+            out.len()
+        )));
+    }
+    Ok(out)
+}
+
 /// The flight recorder's ring and triggers from `--ring`, `--ring-mb` and `--trigger`
 /// (`None` without `--ring`).
 pub fn flight(

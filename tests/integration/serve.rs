@@ -62,7 +62,7 @@ fn prometheus_stores_what_perf_and_runqlat_count() {
 
     let mut serve = lbscope();
     serve.args(["serve", "--listen", &format!("127.0.0.1:{lbs_port}")]);
-    serve.args(["--comm", &comm, "-i", "1"]);
+    serve.args(["--comm", &comm, "-i", "1", "--process-latency", &comm]);
     let serve = Tracer::start("lbscope serve", serve, Some("serving"), Duration::ZERO);
     assert!(
         get(lbs_port, "/metrics").is_some_and(|m| m.contains("lbscope_build_info")),
@@ -131,6 +131,13 @@ fn prometheus_stores_what_perf_and_runqlat_count() {
         query(prom_port, "sum(lbscope_runqlat_seconds_count)")
     })
     .expect("Prometheus has the latency histogram");
+    let process_samples = settled(Duration::from_secs(30), Duration::from_millis(1500), || {
+        query(
+            prom_port,
+            &format!("sum(lbscope_process_runqlat_seconds_count{{comm=\"{comm}\"}})"),
+        )
+    })
+    .expect("Prometheus has the allow-listed process's histogram");
     // Every query of the Grafana dashboard in examples/ answers with data.
     let dash = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -190,6 +197,10 @@ fn prometheus_stores_what_perf_and_runqlat_count() {
     assert_eq!(
         samples as u64, rq_n,
         "the histogram's sample count is runqlat's"
+    );
+    assert_eq!(
+        process_samples as u64, rq_n,
+        "the allow-listed process's histogram count is runqlat's"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

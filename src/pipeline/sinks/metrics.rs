@@ -64,6 +64,11 @@ struct Build {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Comm {
+    comm: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DumpTrigger {
     trigger: String,
 }
@@ -229,6 +234,9 @@ pub struct Metrics {
     migrations: Family<Moves, Counter>,
     runqlat: Log2Histogram,
     domain_runqlat: Family<Domain, Log2Histogram>,
+    /// Per process name, for the allow-list only (`listed`).
+    process_runqlat: Family<Comm, Log2Histogram>,
+    listed: Vec<String>,
     idle_wait: Family<IdleWait, Counter<f64, AtomicU64>>,
     findings: Family<Kind, Counter>,
     imbalance: Family<Domain, Gauge>,
@@ -250,6 +258,8 @@ impl Metrics {
             migrations: Family::default(),
             runqlat: Log2Histogram::default(),
             domain_runqlat: Family::default(),
+            process_runqlat: Family::default(),
+            listed: Vec::new(),
             idle_wait: Family::default(),
             findings: Family::default(),
             imbalance: Family::default(),
@@ -321,6 +331,26 @@ impl Metrics {
         m
     }
 
+    /// Adds a run-queue latency histogram per process name in `names` (the allow-list: label
+    /// values are these names only). The analyzer must list them in every snapshot
+    /// (`Analyzer::list_processes`), whatever their rank.
+    pub fn list_processes(&mut self, names: &[String]) {
+        self.registry.register_with_unit(
+            "process_runqlat",
+            "Run-queue latency of the processes of each allow-listed name (serve --process-latency)",
+            Unit::Seconds,
+            self.process_runqlat.clone(),
+        );
+        for n in names {
+            drop(
+                self.process_runqlat
+                    .get_or_create(&Comm { comm: n.clone() }),
+            );
+        }
+        self.listed = names.to_vec();
+        self.publish();
+    }
+
     /// Registers the flight recorder's counters in the exposition and returns them.
     pub fn register_dumps(&mut self) -> DumpCounters {
         let c = DumpCounters::default();
@@ -380,6 +410,13 @@ impl Metrics {
                     span: d.span.to_string(),
                 })
                 .add(&d.latency);
+        }
+        for p in &s.runqlat_by_process {
+            if let Some(comm) = p.comm.as_ref().filter(|c| self.listed.contains(c)) {
+                self.process_runqlat
+                    .get_or_create(&Comm { comm: comm.clone() })
+                    .add(&p.latency);
+            }
         }
         for w in &s.idle_while_waiting {
             for (waiting, ns) in [("movable", w.movable_ns), ("pinned", w.pinned_ns)] {
