@@ -258,6 +258,68 @@ fn serve_caps_dumps_and_keeps_what_was_written() {
 }
 
 #[test]
+fn a_full_disk_is_counted_and_serving_goes_on() {
+    let Some(_g) = live_guard() else { return };
+    let dir = scratch("full");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs"])
+        .arg(&dir)
+        .status()
+        .unwrap()
+        .success();
+    assert!(mounted, "a 64 KiB tmpfs mounts at {}", dir.display());
+    let port = free_port();
+    let mut serve = lbscope();
+    serve.args([
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "-i",
+        "0.5",
+    ]);
+    serve.args(["--ring", "2", "--dump-dir"]).arg(&dir);
+    let serve = Tracer::start(
+        "lbscope serve",
+        serve,
+        Some("serving"),
+        Duration::from_millis(300),
+    );
+    let mut wl = example("spin");
+    wl.args(["--threads", "4", "--duration-ms", "2000"]);
+    let mut wl = Workload::start(wl);
+    wl.go_and_wait(Duration::from_secs(30));
+    wl.finish();
+    // Two seconds of four spinners and the machine's other tasks do not fit in 64 KiB.
+    serve.signal("USR1");
+    let end = Instant::now() + Duration::from_secs(10);
+    while metric(port, "lbscope_dump_failures_total") < 1.0 {
+        assert!(Instant::now() < end, "the failed dump is counted");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let before = metric(port, "lbscope_intervals_total");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        metric(port, "lbscope_intervals_total") > before,
+        "serving goes on"
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    let (ok, _, err) = serve.interrupt();
+    let _ = std::process::Command::new("umount").arg(&dir).status();
+    assert!(ok, "serve exits 0: {err}");
+    assert!(left.is_empty(), "no partial dump is left: {left:?}");
+    assert!(
+        err.contains("failed") && err.contains("No space left on device"),
+        "the failure is logged: {err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn serve_refuses_bad_input_in_one_line_and_serves_stalled_and_many_scrapers() {
     let Some(_g) = live_guard() else { return };
     let one_line = |args: &[&str], code: i32, needle: &str| {
