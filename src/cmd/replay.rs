@@ -2,7 +2,7 @@
 //! history of snapshots, which the TUI walks at the chosen speed; `+`/`-` and `/` analyse
 //! it again with the new interval or filter.
 
-use super::{settings, stop_on_signals, CmdError};
+use super::{damage_outcome, settings, stop_on_signals, CmdError};
 use crate::analyze::Snapshot;
 use crate::analyze::{Analyzer, AnalyzerConfig};
 use crate::cli::{FilterArgs, ModelArgs, ReplayArgs};
@@ -62,7 +62,8 @@ pub fn analyze_recording(
 /// Opens the recording again (each analysis reads it from the start).
 pub type Opener<'a> = dyn Fn() -> Result<Source, RecordError> + 'a;
 
-/// Shows the recording `open` opens in the TUI until `q`.
+/// Shows the recording `open` opens in the TUI until `q`; a damaged recording is then an
+/// [`CmdError::Incomplete`] (exit 3), as in `report`.
 pub fn replay(
     open: &Opener<'_>,
     name: &str,
@@ -105,5 +106,7 @@ pub fn replay(
     });
     let r = run::run(&mut guard, &mut app, &mut feed, &stop);
     drop(guard);
-    Ok(r?)
+    r?;
+    // A damaged recording exits as `report` does (3), once the screen is back.
+    damage_outcome(std::path::Path::new(name), &damage)
 }

@@ -217,23 +217,61 @@ fn latency_draws_the_log2_histogram_with_percentiles() {
 }
 
 #[test]
+fn migration_reasons_are_never_cut() {
+    let (mut app, snaps) = replay_app("tests/fixtures/lab/6.12-4node-active.lbs", View::Migrations);
+    // The interval with the most balancer reasons at once.
+    let s = snaps
+        .iter()
+        .max_by_key(|s| s.migrations.by_reason.values().filter(|n| **n > 0).count())
+        .unwrap();
+    app.replace_history(snaps.clone(), Some(s.t_end_ns));
+    let names: Vec<&String> = s
+        .migrations
+        .by_reason
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(r, _)| r)
+        .collect();
+    assert!(
+        names.iter().any(|r| r.len() > 15),
+        "the interval has a long reason name: {names:?}"
+    );
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        for r in &names {
+            has(&scr, &format!("{r} "));
+        }
+    }
+}
+
+#[test]
 fn migrations_show_the_reason_level_matrix_as_rates() {
     let app = golden_app(View::Migrations);
     let s = app.current().unwrap().clone();
     let m = &s.migrations;
     assert!(m.total > 0);
+    // The reason column is as wide as the longest name shown (or its heading), plus one.
+    let rw = m
+        .by_reason
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(r, _)| r.len())
+        .max()
+        .unwrap_or(0)
+        .max(14)
+        + 1;
     for (w, h) in SIZES {
         let scr = render(&app, w, h);
         has(
             &scr,
             &format!(
-                "{:<16}{:>8}{:>8}{:>8}{:>8}",
+                "{:<rw$}{:>8}{:>8}{:>8}{:>8}",
                 "reason \\ level", "smt", "llc", "numa", "total"
             ),
         );
         for (r, &n) in m.by_reason.iter().filter(|(_, n)| **n > 0) {
             let cells = &m.matrix[r];
-            let mut want = format!("{r:<16}");
+            let mut want = format!("{r:<rw$}");
             for lvl in ["smt", "llc", "numa"] {
                 let c = cells.get(lvl).copied().unwrap_or(0);
                 let cell = if c == 0 {

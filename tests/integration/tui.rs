@@ -387,6 +387,37 @@ fn replay_walks_the_golden_recording() {
 }
 
 #[test]
+fn replay_of_a_damaged_recording_exits_3_like_report() {
+    let golden = format!(
+        "{}/tests/fixtures/recordings/golden-v1.lbs",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let bytes = std::fs::read(&golden).unwrap();
+    let cut = std::env::temp_dir().join(format!("lbscope-cut-{}.lbs", std::process::id()));
+    // Cut in the middle of the last chunk: the file ends inside it.
+    std::fs::write(&cut, &bytes[..bytes.len() - 200]).unwrap();
+    let report = crate::common::lbscope()
+        .arg("report")
+        .arg(&cut)
+        .output()
+        .unwrap();
+    assert_eq!(report.status.code(), Some(3), "report's exit for damage");
+    let t = Tmux::start(
+        "damaged",
+        &format!("{} replay {} --speed 0.01", bin(), cut.display()),
+        120,
+        30,
+    );
+    t.wait_for(&["damaged recording"], Duration::from_secs(10));
+    t.keys("q");
+    let s = t.wait_exit();
+    assert!(s.lines().any(|l| l == "EXITED-3"), "replay exits 3:\n{s}");
+    assert!(s.contains("damaged recording:"), "and says why:\n{s}");
+    assert_eq!(t.modes(), "0 1", "alternate screen left, cursor shown");
+    let _ = std::fs::remove_file(&cut);
+}
+
+#[test]
 fn a_panic_gives_the_terminal_back() {
     let t = Tmux::start(
         "panic",

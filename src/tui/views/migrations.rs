@@ -27,8 +27,18 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
             cols.push(k.clone());
         }
     }
+    let mut reasons: Vec<(&String, &u64)> = m.by_reason.iter().filter(|(_, c)| **c > 0).collect();
+    reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    // The reason column holds the longest name whole (nohz_idle_balance), never cut.
+    let rw = reasons
+        .iter()
+        .map(|(r, _)| r.len())
+        .max()
+        .unwrap_or(0)
+        .max("reason \\ level".len())
+        + 1;
     // As many level columns as fit next to the reason and total columns.
-    let fit = (area.width as usize).saturating_sub(16 + COL) / COL;
+    let fit = (area.width as usize).saturating_sub(rw + COL) / COL;
     cols.truncate(fit.max(1));
     let mut lines = vec![Line::styled(
         format!(
@@ -38,16 +48,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
         ),
         pal.title(),
     )];
-    let mut head = format!("{:<16}", "reason \\ level");
+    let mut head = format!("{:<rw$}", "reason \\ level");
     for c in &cols {
         head.push_str(&format!("{c:>COL$}"));
     }
     head.push_str(&format!("{:>COL$}", "total"));
     lines.push(Line::styled(head, pal.title()));
-    let mut reasons: Vec<(&String, &u64)> = m.by_reason.iter().filter(|(_, c)| **c > 0).collect();
-    reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     for (r, total) in &reasons {
-        let mut row = format!("{:<16}", truncate(r, 15));
+        let mut row = format!("{r:<rw$}");
         let cells = m.matrix.get(*r);
         for c in &cols {
             let n = cells.and_then(|x| x.get(c)).copied().unwrap_or(0);
@@ -64,7 +72,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     if reasons.is_empty() {
         lines.push(Line::styled("no migrations in this interval", pal.dim()));
     }
-    let mut foot = format!("{:<16}", "all");
+    let mut foot = format!("{:<rw$}", "all");
     for c in &cols {
         foot.push_str(&format!(
             "{:>COL$}",
@@ -104,8 +112,4 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
         lines.push(Line::raw(format!("{:>6}x  {frames}", u.count)));
     }
     f.render_widget(Paragraph::new(lines), area);
-}
-
-fn truncate(s: &str, n: usize) -> String {
-    s.chars().take(n).collect()
 }
