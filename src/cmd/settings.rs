@@ -483,6 +483,10 @@ mod tests {
             cpus: Some("0-3".into()),
             ..Default::default()
         };
+        let cgroup = FilterArgs {
+            cgroup: Some("/a".into()),
+            ..Default::default()
+        };
         let big = FOLD_AUTO_CPUS + 1;
         // auto: only big machines, and never where folding would lose what was asked for.
         assert!(!folds(FoldMode::Auto, false, &none, FOLD_AUTO_CPUS).unwrap());
@@ -491,11 +495,13 @@ mod tests {
         assert!(!folds(FoldMode::Auto, true, &none, big).unwrap());
         assert!(!folds(FoldMode::Auto, false, &comm, big).unwrap());
         assert!(!folds(FoldMode::Auto, false, &cpus, big).unwrap());
+        assert!(!folds(FoldMode::Auto, false, &cgroup, big).unwrap());
         // on: refused where it cannot keep its promise, with the reason.
         assert!(folds(FoldMode::On, false, &pid, 2).unwrap());
         for (rec, f, why) in [
             (true, &none, "recording"),
             (false, &comm, "by process"),
+            (false, &cgroup, "not by cgroup"),
             (false, &cpus, "--cpus"),
         ] {
             let e = folds(FoldMode::On, rec, f, 2).unwrap_err().to_string();
