@@ -117,7 +117,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__diff)
-            opts="-i -p -h --interval --json --tui --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --help"
+            opts="-i -p -h --interval --json --tui --pid --comm --cgroup --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -140,6 +140,10 @@ _lbscope() {
                     return 0
                     ;;
                 --comm)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cgroup)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -401,7 +405,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__record)
-            opts="-o -d -q -h --output --duration --quiet --ringbuf-mb --ringbuf-kb --attach --ring --ring-mb --trigger --help"
+            opts="-o -d -q -h --output --duration --quiet --cgroup --ringbuf-mb --ringbuf-kb --attach --ring --ring-mb --trigger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -420,6 +424,10 @@ _lbscope() {
                     return 0
                     ;;
                 -d)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cgroup)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -455,7 +463,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__replay)
-            opts="-i -p -h --interval --speed --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --help"
+            opts="-i -p -h --interval --speed --pid --comm --cgroup --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -482,6 +490,10 @@ _lbscope() {
                     return 0
                     ;;
                 --comm)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cgroup)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -525,7 +537,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__report)
-            opts="-o -i -c -p -h --output --interval --count --json --synthetic --synthetic-events --synthetic-rate --validate --fold --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
+            opts="-o -i -c -p -h --output --interval --count --json --synthetic --synthetic-events --synthetic-rate --validate --fold --pid --comm --cgroup --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -583,6 +595,10 @@ _lbscope() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --cgroup)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --cpus)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -635,7 +651,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__serve)
-            opts="-i -p -h --listen --interval --fold --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --process-latency --ring --ring-mb --trigger --dump-dir --max-dumps-per-hour --dump-dir-max-mb --dump-on-post --help"
+            opts="-i -p -h --listen --interval --fold --pid --comm --cgroup --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --process-latency --ring --ring-mb --trigger --dump-dir --max-dumps-per-hour --dump-dir-max-mb --dump-on-post --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -666,6 +682,10 @@ _lbscope() {
                     return 0
                     ;;
                 --comm)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cgroup)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -749,7 +769,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__top)
-            opts="-i -p -h --interval --demo --fold --pid --comm --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
+            opts="-i -p -h --interval --demo --fold --pid --comm --cgroup --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -776,6 +796,10 @@ _lbscope() {
                     return 0
                     ;;
                 --comm)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cgroup)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

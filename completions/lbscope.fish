@@ -48,6 +48,7 @@ on\t'Always fold (refused with a recording, --comm or --cpus)'
 off\t'Stream every event'"
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s p -l pid -d 'Only this process (all its threads)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l cgroup -d 'Only tasks in this cgroup v2 directory or below it: a path under the cgroup2 mount (/sys/fs/cgroup/system.slice/foo.service) or from it (/system.slice/foo.service)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default per domain: 2 × its CPU count in ms × (cache_nice_tries + 1) + 10 ms for the nohz kick, what the kernel\'s rules allow)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r
@@ -70,6 +71,7 @@ on\t'Always fold (refused with a recording, --comm or --cpus)'
 off\t'Stream every event'"
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -s p -l pid -d 'Only this process (all its threads)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l cgroup -d 'Only tasks in this cgroup v2 directory or below it: a path under the cgroup2 mount (/sys/fs/cgroup/system.slice/foo.service) or from it (/system.slice/foo.service)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default per domain: 2 × its CPU count in ms × (cache_nice_tries + 1) + 10 ms for the nohz kick, what the kernel\'s rules allow)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r
@@ -89,6 +91,7 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -s i -l interval
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l speed -d 'Replay speed: recording seconds per second (`[`/`]` change it)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -s p -l pid -d 'Only this process (all its threads)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l cgroup -d 'Only tasks in this cgroup v2 directory or below it: a path under the cgroup2 mount (/sys/fs/cgroup/system.slice/foo.service) or from it (/system.slice/foo.service)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default per domain: 2 × its CPU count in ms × (cache_nice_tries + 1) + 10 ms for the nohz kick, what the kernel\'s rules allow)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r
@@ -100,6 +103,7 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -l max-findings 
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -s h -l help -d 'Print help'
 complete -c lbscope -n "__fish_lbscope_using_subcommand record" -s o -l output -d 'The recording to write (created 0600; an existing file is replaced, a symlink refused)' -r -F
 complete -c lbscope -n "__fish_lbscope_using_subcommand record" -s d -l duration -d 'Stop after this many seconds (default: until Ctrl-C)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand record" -l cgroup -d 'Refused: a recording keeps every task; filter when reading it (lbscope report FILE --cgroup PATH)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand record" -l ringbuf-mb -d 'Ring buffer size in MiB (a power of two). Larger loses fewer events under bursts' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand record" -l ringbuf-kb -d 'Ring buffer size in KiB instead (a power of two, at least 4): a tiny buffer shows how lost events are counted and marked' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand record" -l attach -d 'How to attach the tracepoint programs' -r -f -a "auto\t'tp_btf, and raw_tp if the kernel refuses tp_btf'
@@ -117,6 +121,7 @@ on\t'Always fold (refused with a recording, --comm or --cpus)'
 off\t'Stream every event'"
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -s p -l pid -d 'Only this process (all its threads)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l cgroup -d 'Only tasks in this cgroup v2 directory or below it: a path under the cgroup2 mount (/sys/fs/cgroup/system.slice/foo.service) or from it (/system.slice/foo.service)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default per domain: 2 × its CPU count in ms × (cache_nice_tries + 1) + 10 ms for the nohz kick, what the kernel\'s rules allow)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r
@@ -142,6 +147,7 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -s h -l help -d '
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s i -l interval -d 'Interval length in seconds the noise estimate resamples' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s p -l pid -d 'Only this process (all its threads)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l cgroup -d 'Only tasks in this cgroup v2 directory or below it: a path under the cgroup2 mount (/sys/fs/cgroup/system.slice/foo.service) or from it (/system.slice/foo.service)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l cpus -d 'Only these CPUs, in the kernel\'s list format (0-3,8)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l missed-pull-ms -d 'missed_pull: how long a CPU may stay idle while a movable task waits (default per domain: 2 × its CPU count in ms × (cache_nice_tries + 1) + 10 ms for the nohz kick, what the kernel\'s rules allow)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l ping-pong-ms -d 'ping_pong: the window of an A -> B -> A round trip' -r

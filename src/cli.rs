@@ -302,6 +302,10 @@ pub struct FilterArgs {
     /// Only tasks with exactly this name (as in /proc/PID/comm).
     #[arg(long, value_name = "NAME")]
     pub comm: Option<String>,
+    /// Only tasks in this cgroup v2 directory or below it: a path under the cgroup2 mount
+    /// (/sys/fs/cgroup/system.slice/foo.service) or from it (/system.slice/foo.service).
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<String>,
     /// Only these CPUs, in the kernel's list format (0-3,8).
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
@@ -474,6 +478,10 @@ pub struct RecordArgs {
     /// No progress line on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Refused: a recording keeps every task; filter when reading it
+    /// (lbscope report FILE --cgroup PATH).
+    #[arg(long, value_name = "PATH", hide = true)]
+    pub cgroup: Option<String>,
     #[command(flatten)]
     pub collect: CollectArgs,
     #[command(flatten)]

@@ -1,8 +1,9 @@
 //! Applying one event to the analyzer's state: the one match on its kind (the common kinds
 //! inline), and what switches, wakeups, migrations, identities and affinities do to the
-//! per-CPU and per-task state, run-queue latency samples and migration counts.
+//! per-CPU and per-task state, run-queue latency samples and migration counts (by cgroup
+//! too).
 
-use super::task::{forget_exited, identity, wait_on};
+use super::task::{forget_exited, identity, wait_on, Ident};
 use super::Analyzer;
 use crate::cpuset::CpuSet;
 use crate::event::{Event, EventKind, Pid, Reason, ReasonSource};
@@ -71,6 +72,7 @@ impl Analyzer {
                 target_cpu,
             } => {
                 self.set_identity(*pid, Some(*tgid), None);
+                self.inherit_cgroup(*pid, *tgid);
                 // The model places a new task itself (`Model::push_other`), without judging it.
                 self.on_wakeup(ts, *pid, *target_cpu, false);
                 // Fork never fires sched_migrate_task: a child placed away from its parent's
@@ -78,7 +80,12 @@ impl Analyzer {
                 if *target_cpu != cpu {
                     let level = self.topo.crossed_level(cpu as usize, *target_cpu as usize);
                     let fork = (Reason::Fork, false, None);
-                    self.count_migration(*pid, cpu, *target_cpu, level, fork);
+                    if self.count_migration(*pid, cpu, *target_cpu, level, fork) {
+                        let cg = self.model.tasks().ext(*pid).and_then(|t| t.cgroup);
+                        if let Some(cg) = cg {
+                            self.cgroups.moved(cg, Reason::Fork);
+                        }
+                    }
                 }
             }
             EventKind::Migrate {
@@ -103,19 +110,27 @@ impl Analyzer {
                 }
                 let how = (*reason, *source == ReasonSource::Context, *stack_id);
                 let counted = self.count_migration(*pid, *src_cpu, *dst_cpu, level, how);
-                // One lookup of its entry: its count in the interval, and whether it waits.
-                let waiting = match self.model.tasks_mut().ext_mut(*pid) {
+                // One lookup of its entry: its count in the interval, its cgroup, and whether
+                // it waits.
+                let exited = &self.exited;
+                // An exiting task moved after its entry went (and came back empty): its
+                // cgroup as the task filter still knows it.
+                let exited_cgroup = || exited.get(pid).and_then(|(who, _)| who.cgroup);
+                let (waiting, cgroup) = match self.model.tasks_mut().ext_mut(*pid) {
                     Some(t) => {
                         t.migrations += u32::from(counted);
-                        t.wait.is_some()
+                        (t.wait.is_some(), t.cgroup.or_else(exited_cgroup))
                     }
                     None => {
                         if counted {
                             self.per_task.count_unlisted(*pid);
                         }
-                        false
+                        (false, exited_cgroup())
                     }
                 };
+                if let (true, Some(cg)) = (counted, cgroup) {
+                    self.cgroups.moved(cg, *reason);
+                }
                 if *pid != 0 && waiting {
                     self.start_wait(*pid, *dst_cpu);
                 }
@@ -138,6 +153,7 @@ impl Analyzer {
                 }
             }
             EventKind::Affinity { pid, cpus } => self.on_affinity(*pid, cpus),
+            EventKind::Cgroup { pid, id, path } => self.on_cgroup(*pid, *id, path.as_deref()),
             EventKind::Exit { pid, tgid } => {
                 self.thread_names.remove(tgid);
                 self.stop_wait(*pid);
@@ -149,7 +165,12 @@ impl Analyzer {
                         if self.exited.len() >= 4096 {
                             forget_exited(&mut self.exited, ev.ts_ns);
                         }
-                        self.exited.insert(*pid, (t.tgid, comm, ev.ts_ns));
+                        let who = Ident {
+                            tgid: t.tgid,
+                            comm,
+                            cgroup: t.cgroup,
+                        };
+                        self.exited.insert(*pid, (who, ev.ts_ns));
                     }
                 }
             }
@@ -159,10 +180,9 @@ impl Analyzer {
                 self.lost_total += count;
                 *self.lost_by_cpu.entry(cpu).or_insert(0) += count;
             }
-            // Balancer internals, NUMA ops and cgroups belong to the model; the kinds handled
-            // inline never reach this point.
-            EventKind::Cgroup { .. }
-            | EventKind::BalanceSoftirq { .. }
+            // Balancer internals and NUMA ops belong to the model; the kinds handled inline
+            // never reach this point.
+            EventKind::BalanceSoftirq { .. }
             | EventKind::Numa { .. }
             | EventKind::Balance(_)
             | EventKind::Switch { .. }
@@ -196,13 +216,13 @@ impl Analyzer {
         let next_state = self
             .model
             .switched(cpu, next)
-            .map(|t| (t.enqueue_ts.take(), t.tgid, t.wait.take()));
-        if let Some((enq, tgid, wait)) = next_state {
+            .map(|t| (t.enqueue_ts.take(), t.tgid, t.cgroup, t.wait.take()));
+        if let Some((enq, tgid, cgroup, wait)) = next_state {
             if let Some(w) = wait {
                 self.idle.remove_waiter(next, w);
             }
             if let Some(enq) = enq {
-                self.sample(cpu, next, tgid, ts.saturating_sub(enq));
+                self.sample(cpu, next, (tgid, cgroup), ts.saturating_sub(enq));
             }
         }
         if (cpu as usize) < crate::cpuset::MAX_CPUS {
@@ -294,10 +314,42 @@ impl Analyzer {
             }
         }
         let wait = t.wait;
+        self.recount_wait(pid, wait);
+    }
+
+    /// What the task filter knows of `pid` changed: a wait it has (`wait`) is counted again.
+    fn recount_wait(&mut self, pid: Pid, wait: Option<super::idle::WaitSlot>) {
         if let Some(w) = wait {
             if self.config.filter.filters_tasks() && self.task_matches(pid) != w.counted() {
                 self.start_wait(pid, w.cpu);
             }
+        }
+    }
+
+    /// `pid` was announced in cgroup `id`, named `path` when the source could.
+    fn on_cgroup(&mut self, pid: Pid, id: u64, path: Option<&str>) {
+        let index = self.cgroups.announce(id, path);
+        if pid == 0 {
+            return;
+        }
+        let t = self.model.tasks_mut().ext_entry(pid);
+        t.cgroup = Some(index);
+        let wait = t.wait;
+        self.recount_wait(pid, wait);
+    }
+
+    /// A new thread of `tgid` whose cgroup is not known yet is in its process's (threads of
+    /// a process share its cgroup on the unified hierarchy) until announced.
+    fn inherit_cgroup(&mut self, pid: Pid, tgid: Pid) {
+        if pid == 0 || pid == tgid {
+            return;
+        }
+        let Some(cg) = self.model.tasks().ext(tgid).and_then(|t| t.cgroup) else {
+            return;
+        };
+        let t = self.model.tasks_mut().ext_entry(pid);
+        if t.cgroup.is_none() {
+            t.cgroup = Some(cg);
         }
     }
 
@@ -306,8 +358,9 @@ impl Analyzer {
         if !f.filters_tasks() {
             return true;
         }
-        let (tgid, comm) = identity(self.model.tasks(), &self.names, &self.exited, self.now, pid);
-        f.matches_task(pid, tgid, comm)
+        let who = identity(self.model.tasks(), &self.names, &self.exited, self.now, pid);
+        let cgroup = who.cgroup.and_then(|c| self.cgroups.path(c));
+        f.matches_task(pid, who.tgid, who.comm, cgroup)
     }
 
     /// Marks `pid` waiting on `cpu`, moving it if it waited elsewhere.
@@ -328,20 +381,20 @@ impl Analyzer {
         }
     }
 
-    /// One run-queue latency sample of `pid` (of process `tgid`, as its entry says), which
-    /// started running on `cpu`. A thread preempted after its exit has a fresh entry: its
-    /// process is the one it had (kept for the exit's grace), as for the filter.
-    fn sample(&mut self, cpu: u32, pid: Pid, tgid: Option<u32>, ns: u64) {
-        if !self.config.filter.matches_cpu(cpu) {
+    /// One run-queue latency sample of `pid` (of process `tgid`, in the cgroup of index
+    /// `cgroup`, as its entry says), which started running on `cpu`.
+    fn sample(&mut self, cpu: u32, pid: Pid, who: (Option<u32>, Option<u32>), ns: u64) {
+        let (mut tgid, mut cgroup) = who;
+        if tgid.is_none() {
+            // An exiting task run again after its entry went (it came back empty): who it
+            // was, as the task filter that passed it knows it.
+            if let Some((was, _)) = self.exited.get(&pid) {
+                (tgid, cgroup) = (was.tgid, cgroup.or(was.cgroup));
+            }
+        }
+        if !self.config.filter.matches_cpu(cpu) || !self.task_matches(pid) {
             return;
         }
-        let (known_tgid, comm) =
-            identity(self.model.tasks(), &self.names, &self.exited, self.now, pid);
-        let f = &self.config.filter;
-        if f.filters_tasks() && !f.matches_task(pid, known_tgid, comm) {
-            return;
-        }
-        let tgid = tgid.or(known_tgid);
         let names = &self.names;
         // The process's name: its leader's when known, else this thread's.
         let name = || {
@@ -351,7 +404,7 @@ impl Analyzer {
                 None => (names.get(&pid).map(String::as_str), tgid == Some(pid)),
             }
         };
-        self.latency.record(cpu, tgid, ns, name);
+        self.latency.record(cpu, tgid, cgroup, ns, name);
     }
 
     /// Counts `pid`'s move `src -> dst`, which crossed `level`, if the report shows it (and

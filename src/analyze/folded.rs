@@ -59,16 +59,18 @@ impl Analyzer {
             };
             // The leader's name (an exited leader's within its grace, as the task filter
             // knows it), else a thread's.
-            let comm = identity(
+            let who = identity(
                 self.model.tasks(),
                 &self.names,
                 &self.exited,
                 self.now,
                 *tgid,
-            )
-            .1
-            .or_else(|| self.thread_names.get(tgid).map(String::as_str));
-            if filter.matches_task(*tgid, Some(*tgid), comm) {
+            );
+            let comm = who
+                .comm
+                .or_else(|| self.thread_names.get(tgid).map(String::as_str));
+            let cgroup = who.cgroup.and_then(|c| self.cgroups.path(c));
+            if filter.matches_task(*tgid, Some(*tgid), comm, cgroup) {
                 self.latency.merge_process(*tgid, &h, comm);
             }
         }

@@ -1,4 +1,5 @@
-//! Run-queue latency collection for one interval: one histogram per CPU and one per process.
+//! Run-queue latency collection for one interval: one histogram per CPU, one per process and
+//! one per cgroup (by the analyzer's cgroup index; tasks of no known cgroup have none).
 //! The global and per-domain figures are not kept separately: they are the sums of the
 //! per-CPU histograms (the global one with the samples of CPU numbers past [`MAX_CPUS`]),
 //! merged when the interval closes, once per interval instead of once or more per sample.
@@ -13,12 +14,12 @@
 //! instead of one after the other between the rest of the analyzer's work. Histograms only
 //! count, so the order in which samples are added does not show.
 //!
-//! Memory: per-CPU histograms are bounded by the CPUs; per-process ones live for one interval
-//! and are bounded by the processes that ran in it; at most [`PENDING`] samples wait.
+//! Memory: per-CPU histograms are bounded by the CPUs; per-process and per-cgroup ones live
+//! for one interval and are bounded by the processes (cgroups) that ran in it; at most [`PENDING`] samples wait.
 
 use super::filter::Filter;
 use super::hist::LatHist;
-use super::snapshot::{CpuLatency, DomainLatency, ProcessLatency};
+use super::snapshot::{CgroupLatency, CpuLatency, DomainLatency, ProcessLatency};
 use crate::cpuset::MAX_CPUS;
 use crate::idhash::IdMap;
 use crate::topology::Topology;
@@ -39,13 +40,18 @@ struct ProcSlot {
 }
 
 /// A sample not yet added: the CPU (index in `by_cpu`, or past it for `no_cpu`), the index
-/// of its process's histogram in `proc_hists`, and the latency in ns.
+/// of its process's histogram in `proc_hists`, of its cgroup's in `cg_hists` ([`NO_CGROUP`]:
+/// none), and the latency in ns.
 #[derive(Clone, Copy, Debug)]
 struct Pending {
     cpu: u32,
     proc: u32,
+    cgroup: u32,
     ns: u64,
 }
+
+/// `Pending::cgroup` of a task whose cgroup is not known.
+const NO_CGROUP: u32 = u32::MAX;
 
 /// The per-interval latency histograms.
 #[derive(Clone, Debug, Default)]
@@ -61,6 +67,11 @@ pub struct LatencyCollector {
     /// The per-process histograms, and their processes' names.
     proc_hists: Vec<LatHist>,
     proc_names: Vec<Option<String>>,
+    /// The index in `cg_hists` of each cgroup's histogram, by the analyzer's cgroup index.
+    by_cgroup: IdMap<u32, u32>,
+    /// The per-cgroup histograms, and the analyzer's index of their cgroups.
+    cg_hists: Vec<LatHist>,
+    cg_of: Vec<u32>,
     pending: Vec<Pending>,
     /// Process names listed whatever their rank (`serve --process-latency`).
     listed: Vec<String>,
@@ -107,21 +118,35 @@ pub struct LatencyFigures {
     pub by_domain: Vec<DomainLatency>,
     /// The busiest processes.
     pub by_process: Vec<ProcessLatency>,
+    /// The busiest named cgroups.
+    pub by_cgroup: Vec<CgroupLatency>,
 }
 
 impl LatencyCollector {
-    /// Adds one sample of `ns` for a task of process `tgid` that started running on `cpu`.
-    /// `name` gives the best name known and whether it is the process leader's; it is asked
+    /// Adds one sample of `ns` for a task of process `tgid`, in the cgroup of the analyzer's
+    /// index `cgroup`, that started running on `cpu`. `name` gives the best name known and whether it is the process leader's; it is asked
     /// only while the process has no leader's name yet, which saves a lookup of the leader
     /// for nearly every sample.
     pub fn record<'a>(
         &mut self,
         cpu: u32,
         tgid: Option<u32>,
+        cgroup: Option<u32>,
         ns: u64,
         name: impl FnOnce() -> (Option<&'a str>, bool),
     ) {
         self.cpu_slot(cpu);
+        let cgroup = match cgroup {
+            Some(c) => {
+                let (hists, of) = (&mut self.cg_hists, &mut self.cg_of);
+                *self.by_cgroup.entry(c).or_insert_with(|| {
+                    grow(hists, hists.len() + 1);
+                    of.push(c);
+                    (hists.len() - 1) as u32
+                })
+            }
+            None => NO_CGROUP,
+        };
         let slot = proc_slot(
             &mut self.by_proc,
             &mut self.no_proc,
@@ -133,6 +158,7 @@ impl LatencyCollector {
             // Past `by_cpu` (and so in `no_cpu`) exactly when past MAX_CPUS.
             cpu,
             proc: slot.index,
+            cgroup,
             ns,
         });
         if !slot.leader_comm {
@@ -157,6 +183,9 @@ impl LatencyCollector {
                 None => self.no_cpu.record(p.ns),
             }
             self.proc_hists[p.proc as usize].record(p.ns);
+            if let Some(h) = self.cg_hists.get_mut(p.cgroup as usize) {
+                h.record(p.ns);
+            }
         }
         self.pending.clear();
     }
@@ -215,8 +244,15 @@ impl LatencyCollector {
         self.listed = names;
     }
 
-    /// The interval's figures, then starts afresh.
-    pub fn take(&mut self, topo: &Topology, filter: &Filter) -> LatencyFigures {
+    /// The interval's figures, then starts afresh. `cgroup_path` names a cgroup by the
+    /// analyzer's index: unnamed cgroups are left out of the per-cgroup figures, and cgroups
+    /// sharing a path are one.
+    pub fn take<'p>(
+        &mut self,
+        topo: &Topology,
+        filter: &Filter,
+        cgroup_path: impl Fn(u32) -> Option<&'p str>,
+    ) -> LatencyFigures {
         self.flush();
         let by_cpu_hists = std::mem::take(&mut self.by_cpu);
         let mut global = std::mem::take(&mut self.no_cpu);
@@ -295,7 +331,37 @@ impl LatencyCollector {
             by_cpu,
             by_domain,
             by_process,
+            by_cgroup: self.take_cgroups(cgroup_path),
         }
+    }
+
+    /// The busiest named cgroups of the interval (most samples first, then by path).
+    fn take_cgroups<'p>(
+        &mut self,
+        cgroup_path: impl Fn(u32) -> Option<&'p str>,
+    ) -> Vec<CgroupLatency> {
+        self.by_cgroup.clear();
+        let hists = std::mem::take(&mut self.cg_hists);
+        let of = std::mem::take(&mut self.cg_of);
+        let mut by_path: std::collections::BTreeMap<&str, LatHist> = Default::default();
+        for (h, &c) in hists.iter().zip(&of) {
+            if let Some(p) = cgroup_path(c) {
+                by_path.entry(p).or_default().merge(h);
+            }
+        }
+        let mut v: Vec<(u64, &str, LatHist)> = by_path
+            .into_iter()
+            .map(|(p, h)| (h.count(), p, h))
+            .collect();
+        // Stable: equal counts stay in path order.
+        v.sort_by_key(|c| std::cmp::Reverse(c.0));
+        v.into_iter()
+            .take(super::cgroups::TOP_CGROUPS)
+            .map(|(_, p, h)| CgroupLatency {
+                path: p.to_string(),
+                latency: h.summary(),
+            })
+            .collect()
     }
 }
 
@@ -310,18 +376,18 @@ mod tests {
         let n = 3 * PENDING as u64 + 7;
         for i in 0..n {
             let cpu = [0, 3, MAX_CPUS as u32][i as usize % 3];
-            c.record(cpu, Some(1 + (i % 2) as u32), 1_000 + i, || {
+            c.record(cpu, Some(1 + (i % 2) as u32), None, 1_000 + i, || {
                 (Some("p"), true)
             });
         }
-        let f = c.take(&topo, &Filter::default());
+        let f = c.take(&topo, &Filter::default(), |_| None);
         assert_eq!(f.global.count, n);
         let by_cpu: u64 = f.by_cpu.iter().map(|l| l.latency.count).sum();
         assert_eq!(by_cpu, n - n / 3, "CPUs past MAX_CPUS count only globally");
         let by_proc: Vec<u64> = f.by_process.iter().map(|p| p.latency.count).collect();
         assert_eq!(by_proc, vec![n / 2 + 1, n / 2]);
         assert_eq!(f.global.max, ns_max(n));
-        let again = c.take(&topo, &Filter::default());
+        let again = c.take(&topo, &Filter::default(), |_| None);
         assert_eq!(again.global.count, 0, "a new interval starts empty");
     }
 
@@ -334,10 +400,12 @@ mod tests {
         for i in 0..(TOP_PROCESSES as u32 + 5) {
             let name = format!("p{i}");
             for _ in 0..=i {
-                c.record(0, Some(100 + i), 5_000, || (Some(name.as_str()), true));
+                c.record(0, Some(100 + i), None, 5_000, || {
+                    (Some(name.as_str()), true)
+                });
             }
         }
-        let f = c.take(&topo, &Filter::default());
+        let f = c.take(&topo, &Filter::default(), |_| None);
         assert_eq!(f.by_process.len(), TOP_PROCESSES + 1);
         let last = f.by_process.last().unwrap();
         assert_eq!(

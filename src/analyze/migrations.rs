@@ -14,10 +14,10 @@ const TOP_FRAMES: usize = 8;
 /// Unknown stacks reported per interval.
 const TOP_STACKS: usize = 20;
 
-const NR_REASONS: usize = Reason::ALL.len();
+pub(super) const NR_REASONS: usize = Reason::ALL.len();
 
 /// Position of `r` in [`Reason::ALL`].
-fn reason_index(r: Reason) -> usize {
+pub(super) fn reason_index(r: Reason) -> usize {
     Reason::ALL
         .iter()
         .position(|x| *x == r)

@@ -4,13 +4,16 @@
 //!
 //! [`Analyzer`] is the one owner of state. It owns the model, whose per-CPU table (current
 //! task, nr_running, PELT, capacity) and task table are the run's only ones: each task's
-//! entry also holds the analyzer's part (tgid, comm, affinity, runqlat enqueue time, where it
+//! entry also holds the analyzer's part (tgid, comm, cgroup, affinity, runqlat enqueue time, where it
 //! waits, its migrations this interval), so an event looks a task up once. The interval's
 //! counters live in the submodules:
 //! - `apply`: the one match on each event's kind, and what it does to the state;
 //! - `per_task`: the most migrated tasks of each interval;
 //! - `hist`: latency histograms (runqlat log2 slots, log-linear percentiles);
-//! - `latency`: per-interval latency collection (global, per CPU, per domain, per process);
+//! - `latency`: per-interval latency collection (global, per CPU, per domain, per process,
+//!   per cgroup);
+//! - `cgroups`: the cgroups seen (a task's entry holds its cgroup's index) and migrations by
+//!   cgroup;
 //! - `migrations`: counts by reason and level crossed, unknown stacks;
 //! - `idle`: idle-while-others-wait time per domain;
 //! - `folded`: folded mode, for sources that fold latency in the kernel (from the first
@@ -24,6 +27,7 @@
 //! arrival order; latency deltas saturate at zero.
 
 mod apply;
+mod cgroups;
 mod filter;
 mod folded;
 mod hist;
@@ -37,6 +41,7 @@ mod task;
 #[cfg(test)]
 pub(crate) mod tests;
 
+pub use cgroups::TOP_CGROUPS;
 pub use filter::{AnalyzerConfig, Filter};
 pub use hist::{log2_slot, LOG2_SLOTS};
 pub use idle::WaitStatus;
@@ -44,8 +49,9 @@ pub use latency::TOP_PROCESSES;
 pub use migrations::reason_names;
 pub use per_task::TOP_TASKS;
 pub use snapshot::{
-    CpuLatency, CpuStatus, DomainLatency, IdleWhileWaiting, LatencySummary, MigrationStats,
-    ProcessLatency, Signal, Snapshot, TaskMigrations, UnknownStack, SIGNAL_MIN_FRACTION,
+    CgroupLatency, CgroupMigrations, CpuLatency, CpuStatus, DomainLatency, IdleWhileWaiting,
+    LatencySummary, MigrationStats, ProcessLatency, Signal, Snapshot, TaskMigrations, UnknownStack,
+    SIGNAL_MIN_FRACTION,
 };
 
 use crate::cpuset::CpuSet;
@@ -83,11 +89,13 @@ pub struct Analyzer {
     events: u64,
     /// The names of the tasks whose entry says `named`.
     names: IdMap<Pid, String>,
-    /// Identity (tgid, comm) of tasks that exited, kept for [`task::EXITED_GRACE_NS`] so that the
+    /// Identity (tgid, comm, cgroup) of tasks that exited, kept for [`task::EXITED_GRACE_NS`] so that the
     /// task filter still knows them: an exiting task can still block and be woken, and moved,
     /// after `sched_process_exit`. Only filled while a task filter is active.
     exited: Exited,
     idle: IdleAccounting,
+    /// The cgroups seen, and the interval's migrations by cgroup.
+    cgroups: cgroups::Cgroups,
     migrations: MigrationCounter,
     per_task: PerTask,
     latency: LatencyCollector,
@@ -119,6 +127,7 @@ impl Analyzer {
         Analyzer {
             idle: IdleAccounting::new(&topology, |level, span| model.missed_pull_ns(level, span)),
             migrations: MigrationCounter::new(topology.levels.len()),
+            cgroups: cgroups::Cgroups::default(),
             per_task: PerTask::default(),
             latency: LatencyCollector::default(),
             interval_ns: config.interval_ns.max(1),
@@ -211,6 +220,12 @@ impl Analyzer {
     /// The thread ids the analyzer and the model hold an entry for, in no order.
     pub fn tracked_pids(&self) -> impl Iterator<Item = Pid> + '_ {
         self.model.tasks().exts().map(|(p, _)| p)
+    }
+
+    /// Every cgroup a task was announced in so far (named ones), with how many tasks, most
+    /// first: what a `--cgroup` that matched nothing could have been.
+    pub fn cgroups_seen(&self) -> Vec<(String, u64)> {
+        self.cgroups.seen()
     }
 
     /// Events lost since the analysis started.
@@ -309,7 +324,8 @@ impl Analyzer {
         let len = end.saturating_sub(start);
         self.idle.flush(end);
         let filter = &self.config.filter;
-        let lat = self.latency.take(&self.topo, filter);
+        let cgroups = &self.cgroups;
+        let lat = self.latency.take(&self.topo, filter, |c| cgroups.path(c));
         let (domains, findings, findings_by_kind) = self
             .model
             .take(start, end, |span| filter.matches_span(span));
@@ -343,6 +359,8 @@ impl Analyzer {
             findings,
             findings_by_kind,
             migrations_by_task,
+            runqlat_by_cgroup: lat.by_cgroup,
+            migrations_by_cgroup: self.cgroups.take_moves(),
         };
         self.start = Some(end);
         self.dirty = false;

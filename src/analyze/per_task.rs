@@ -62,7 +62,7 @@ impl PerTask {
     pub(super) fn take<'a>(
         &mut self,
         in_table: Vec<(Pid, u64)>,
-        identity: impl Fn(Pid) -> (Option<Pid>, Option<&'a str>),
+        identity: impl Fn(Pid) -> super::task::Ident<&'a str>,
     ) -> Vec<TaskMigrations> {
         for (pid, n) in in_table {
             *self.counts.entry(pid).or_default() += n;
@@ -73,7 +73,8 @@ impl PerTask {
         let v = v
             .into_iter()
             .map(|(pid, count)| {
-                let (tgid, comm) = match identity(pid) {
+                let who = identity(pid);
+                let (tgid, comm) = match (who.tgid, who.comm) {
                     (None, None) => self
                         .gone
                         .get(&pid)

@@ -60,6 +60,14 @@ pub struct Snapshot {
     /// least [`SIGNAL_MIN_FRACTION`] of the interval.
     #[serde(default)]
     pub signals: Vec<Signal>,
+    /// Run-queue latency by cgroup (the tasks' own cgroup, not its ancestors), the top 20
+    /// by sample count; cgroups the source could not name are left out.
+    #[serde(default)]
+    pub runqlat_by_cgroup: Vec<CgroupLatency>,
+    /// Migrations by cgroup (as counted in `migrations`, fork placements included), the top
+    /// 20 by count.
+    #[serde(default)]
+    pub migrations_by_cgroup: Vec<CgroupMigrations>,
 }
 
 /// An idle-while-others-wait share of the interval from which a domain is a [`Signal`].
@@ -182,6 +190,27 @@ pub struct ProcessLatency {
     /// Its distribution.
     #[serde(flatten)]
     pub latency: LatencySummary,
+}
+
+/// Latency of the tasks of one cgroup.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CgroupLatency {
+    /// The cgroup's path relative to the cgroup2 mount (`/system.slice/foo.service`).
+    pub path: String,
+    /// Its distribution.
+    #[serde(flatten)]
+    pub latency: LatencySummary,
+}
+
+/// Migrations of the tasks of one cgroup in one interval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CgroupMigrations {
+    /// The cgroup's path relative to the cgroup2 mount.
+    pub path: String,
+    /// Its migrations.
+    pub total: u64,
+    /// By reason name (non-zero reasons only).
+    pub by_reason: BTreeMap<String, u64>,
 }
 
 /// Idle-while-others-wait time of one domain over the interval.

@@ -11,6 +11,7 @@ pub fn run(args: &crate::cli::RecordArgs) -> Result<(), CmdError> {
     use crate::pipeline::sinks::{Recorder, Warnings};
     use crate::pipeline::{Driver, Source};
     use std::io::IsTerminal;
+    settings::record_cgroup(args.cgroup.as_deref())?;
     let duration = settings::duration(args.duration)?;
     let ring = settings::flight(&args.flight)?;
     let cfg = settings::live_config(&args.collect, true, None)?;

@@ -77,11 +77,43 @@ fn report_with(
         sinks.push(&mut warnings);
         driver.run(&src, &mut sinks, &stop)?;
     }
+    if let Some(a) = driver.analyzer() {
+        if let Some(w) = unseen_cgroup(a, what) {
+            eprintln!("lbscope: warning: {w}");
+        }
+    }
     let mut out = printer.into_inner();
     if let Some(v) = validation {
         print_validation(v, args.json, what, &mut out)?;
     }
     Ok(src.finish().damage)
+}
+
+/// When `--cgroup` named a cgroup no task of the run was seen in: a one-line warning naming
+/// the cgroups that were seen, most tasks first.
+pub fn unseen_cgroup(a: &Analyzer, what: &str) -> Option<String> {
+    let f = &a.config().filter;
+    let want = f.cgroup.as_deref()?;
+    let seen = a.cgroups_seen();
+    if seen.iter().any(|(p, _)| f.matches_cgroup(p)) {
+        return None;
+    }
+    const LISTED: usize = 10;
+    let mut list: Vec<String> = seen
+        .iter()
+        .take(LISTED)
+        .map(|(p, n)| format!("{p} ({n})"))
+        .collect();
+    if seen.len() > LISTED {
+        list.push(format!("and {} more", seen.len() - LISTED));
+    }
+    Some(match list.is_empty() {
+        true => format!("--cgroup {want}: {what} names no cgroup (its source could not name them)"),
+        false => format!(
+            "--cgroup {want}: no task of {what} was in it; cgroups seen (tasks): {}",
+            list.join(", ")
+        ),
+    })
 }
 
 fn report(

@@ -7,6 +7,7 @@ use crate::analyze::Filter;
 use crate::cli::FilterArgs;
 use crate::cpuset::CpuSet;
 use crate::topology::Topology;
+use std::path::Path;
 
 /// Turns the filter flags into an analyzer filter, checking them against the machine.
 pub fn filter(f: &FilterArgs, topo: &Topology, live: bool) -> Result<Filter, CmdError> {
@@ -38,11 +39,77 @@ pub fn filter(f: &FilterArgs, topo: &Topology, live: bool) -> Result<Filter, Cmd
         }
         None => None,
     };
+    let cgroup = match &f.cgroup {
+        Some(p) => {
+            let mount = crate::source::cgroup2::cgroup2_mount();
+            cgroup(p, mount.as_deref(), live.then_some(|d: &Path| d.is_dir()))?
+        }
+        None => None,
+    };
     Ok(Filter {
         tgid: f.pid,
         comm: f.comm.clone(),
+        cgroup,
         cpus,
     })
+}
+
+/// `--cgroup PATH` as the analyzer matches it: the path from the cgroup2 `mount` (`/a/b`),
+/// `None` for the root (everything). A path under the mount has it stripped; any other is
+/// taken as from the mount. A live run checks that the directory exists (`is_dir`); a
+/// recording's cgroups are another machine's, so its paths are taken as given (an absolute
+/// path under /sys/fs/cgroup, where the mount usually is, has that stripped too).
+pub fn cgroup(
+    arg: &str,
+    mount: Option<&Path>,
+    is_dir: Option<impl Fn(&Path) -> bool>,
+) -> Result<Option<String>, CmdError> {
+    let bad = |why: String| CmdError::Usage(format!("--cgroup '{arg}': {why}"));
+    if !arg.starts_with('/') || arg.split('/').any(|c| c == "." || c == "..") {
+        return Err(bad(
+            "a cgroup v2 directory, absolute (/sys/fs/cgroup/system.slice/foo.service) or from the cgroup2 mount (/system.slice/foo.service)".into(),
+        ));
+    }
+    // A recording's machine had its mount where most do, whatever this one does.
+    let usual = is_dir.is_none().then_some(Path::new("/sys/fs/cgroup"));
+    let rel = mount
+        .into_iter()
+        .chain(usual)
+        .find_map(|base| Path::new(arg).strip_prefix(base).ok())
+        .map_or(arg.to_string(), |r| format!("/{}", r.display()));
+    // No empty components, no trailing '/': the form `Cgroup` events name paths in.
+    let rel = format!(
+        "/{}",
+        rel.split('/')
+            .filter(|c| !c.is_empty())
+            .collect::<Vec<_>>()
+            .join("/")
+    );
+    if let Some(is_dir) = is_dir {
+        let Some(mount) = mount else {
+            return Err(bad(
+                "this machine has no cgroup2 mount (mount -t cgroup2 none /sys/fs/cgroup)".into(),
+            ));
+        };
+        if !is_dir(&mount.join(rel.trim_start_matches('/'))) {
+            return Err(bad(format!(
+                "not a directory under the cgroup2 mount {} (list them with `ls {}`)",
+                mount.display(),
+                mount.display()
+            )));
+        }
+    }
+    Ok((rel != "/").then_some(rel))
+}
+
+/// `record --cgroup`: refused, a recording keeps every task.
+pub fn record_cgroup(arg: Option<&str>) -> Result<(), CmdError> {
+    match arg {
+        Some(p) => Err(CmdError::Usage(format!(
+            "--cgroup '{p}': a recording keeps every task; filter when reading it: lbscope report FILE --cgroup {p}"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Validates the interval flag.
@@ -148,6 +215,8 @@ pub fn folds(
         Some("a recording keeps every event (drop -o, or --fold)")
     } else if f.comm.is_some() {
         Some("the kernel folds by process, not by name (use -p, or drop --fold)")
+    } else if f.cgroup.is_some() {
+        Some("the kernel folds by process, not by cgroup (use -p, or drop --fold)")
     } else if f.cpus.is_some() {
         Some("the kernel folds per process over all CPUs (drop --cpus, or --fold)")
     } else {
@@ -351,6 +420,35 @@ mod tests {
     }
 
     #[test]
+    fn cgroup_paths_from_the_mount_or_under_it() {
+        let m = Some(Path::new("/sys/fs/cgroup"));
+        let any = Some(|_: &Path| true);
+        let none = Some(|_: &Path| false);
+        let rec = None::<fn(&Path) -> bool>;
+        let ok = |r: Result<Option<String>, CmdError>| r.unwrap();
+        let want = Some("/system.slice/a.service".to_string());
+        assert_eq!(
+            ok(cgroup("/sys/fs/cgroup/system.slice/a.service/", m, any)),
+            want
+        );
+        assert_eq!(ok(cgroup("/system.slice//a.service", m, any)), want);
+        assert_eq!(ok(cgroup("/system.slice/a.service", None, rec)), want);
+        assert_eq!(
+            ok(cgroup("/sys/fs/cgroup", m, any)),
+            None,
+            "the root is everything"
+        );
+        refusal(cgroup("system.slice", m, rec), "--cgroup 'system.slice'");
+        refusal(cgroup("/a/../b", m, rec), "--cgroup '/a/../b'");
+        let e = refusal(cgroup("/nope", m, none), "--cgroup '/nope'");
+        assert!(e.contains("not a directory under the cgroup2 mount"), "{e}");
+        let e = refusal(cgroup("/a", None, any), "--cgroup '/a'");
+        assert!(e.contains("no cgroup2 mount"), "{e}");
+        refusal(record_cgroup(Some("/a")), "--cgroup '/a'");
+        record_cgroup(None).unwrap();
+    }
+
+    #[test]
     fn every_flag_is_checked_with_a_one_line_refusal() {
         assert_eq!(interval_ns(0.5).unwrap(), 500_000_000);
         refusal(interval_ns(0.0), "-i 0");
@@ -408,6 +506,10 @@ mod tests {
             cpus: Some("0-3".into()),
             ..Default::default()
         };
+        let cgroup = FilterArgs {
+            cgroup: Some("/a".into()),
+            ..Default::default()
+        };
         let big = FOLD_AUTO_CPUS + 1;
         // auto: only big machines, and never where folding would lose what was asked for.
         assert!(!folds(FoldMode::Auto, false, &none, FOLD_AUTO_CPUS).unwrap());
@@ -416,11 +518,13 @@ mod tests {
         assert!(!folds(FoldMode::Auto, true, &none, big).unwrap());
         assert!(!folds(FoldMode::Auto, false, &comm, big).unwrap());
         assert!(!folds(FoldMode::Auto, false, &cpus, big).unwrap());
+        assert!(!folds(FoldMode::Auto, false, &cgroup, big).unwrap());
         // on: refused where it cannot keep its promise, with the reason.
         assert!(folds(FoldMode::On, false, &pid, 2).unwrap());
         for (rec, f, why) in [
             (true, &none, "recording"),
             (false, &comm, "by process"),
+            (false, &cgroup, "not by cgroup"),
             (false, &cpus, "--cpus"),
         ] {
             let e = folds(FoldMode::On, rec, f, 2).unwrap_err().to_string();

@@ -85,6 +85,8 @@ fn snaps(ivs: &[Iv]) -> Vec<Snapshot> {
                 runqlat_by_cpu: vec![],
                 runqlat_by_domain: vec![],
                 runqlat_by_process: vec![],
+                runqlat_by_cgroup: vec![],
+                migrations_by_cgroup: vec![],
                 idle_while_waiting: iv
                     .idle
                     .iter()

@@ -195,6 +195,8 @@ mod tests {
             runqlat_by_cpu: vec![],
             runqlat_by_domain: vec![],
             runqlat_by_process: vec![],
+            runqlat_by_cgroup: vec![],
+            migrations_by_cgroup: vec![],
             idle_while_waiting: vec![],
             lost_events: 0,
             lost_by_cpu: Default::default(),

@@ -2,6 +2,7 @@
 //! feeds the same channel of [`SourceMsg`]s, so nothing downstream knows where events came from.
 
 mod batch;
+pub mod cgroup2;
 pub mod file;
 #[cfg(feature = "bpf")]
 pub mod live;

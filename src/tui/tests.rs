@@ -245,6 +245,44 @@ fn migration_reasons_are_never_cut() {
 }
 
 #[test]
+fn latency_lists_cgroups_after_processes_with_their_own_figures() {
+    // A lab recording whose tasks were announced with their cgroups.
+    let (mut app, snaps) = replay_app("tests/fixtures/lab/6.1-4node-overload.lbs", View::Latency);
+    let s = snaps
+        .iter()
+        .find(|s| !s.runqlat_by_cgroup.is_empty())
+        .expect("an interval with per-cgroup latency")
+        .clone();
+    for _ in 0..snaps.len() {
+        if app.current() == Some(&s) {
+            break;
+        }
+        app.handle(Action::Right);
+    }
+    assert_eq!(app.current(), Some(&s), "seeking reaches the interval");
+    let c = &s.runqlat_by_cgroup[0];
+    let at = 1 + s.runqlat_by_cpu.len() + s.runqlat_by_domain.len() + s.runqlat_by_process.len();
+    for _ in 0..at {
+        app.handle(Action::Down);
+    }
+    let scr = render(&app, 132, 40);
+    has(&scr, &format!("cgroup {}: run-queue latency", c.path));
+    has(&scr, &format!("p99 {}", us(c.latency.p99)));
+    has(
+        &scr,
+        &format!("max {}  n={}", us(c.latency.max), c.latency.count),
+    );
+    // Its row in the list, with its sample count.
+    assert!(
+        scr.lines().any(|l| l.contains(&format!("cg {}", c.path))
+            && l.contains(&format!("{:>8}", c.latency.count))),
+        "a row for {} with {} samples:\n{scr}",
+        c.path,
+        c.latency.count
+    );
+}
+
+#[test]
 fn migrations_show_the_reason_level_matrix_as_rates() {
     let app = golden_app(View::Migrations);
     let s = app.current().unwrap().clone();

@@ -263,21 +263,21 @@ fn filter_matching_rules() {
         tgid: Some(10),
         ..Filter::default()
     };
-    assert!(f.matches_task(11, Some(10), None));
+    assert!(f.matches_task(11, Some(10), None, None));
     assert!(
-        f.matches_task(10, None, None),
+        f.matches_task(10, None, None, None),
         "the leader's pid is the tgid"
     );
-    assert!(!f.matches_task(11, None, None));
-    assert!(!f.matches_task(12, Some(12), Some("x")));
+    assert!(!f.matches_task(11, None, None, None));
+    assert!(!f.matches_task(12, Some(12), Some("x"), None));
     let f = Filter {
         comm: Some("a".into()),
         ..Filter::default()
     };
-    assert!(f.matches_task(1, None, Some("a")));
-    assert!(!f.matches_task(1, None, Some("ab")));
-    assert!(!f.matches_task(1, None, None));
-    assert!(Filter::default().matches_task(1, None, None));
+    assert!(f.matches_task(1, None, Some("a"), None));
+    assert!(!f.matches_task(1, None, Some("ab"), None));
+    assert!(!f.matches_task(1, None, None, None));
+    assert!(Filter::default().matches_task(1, None, None, None));
 }
 
 #[test]

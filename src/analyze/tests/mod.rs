@@ -1,6 +1,7 @@
 //! Analyzer tests from event sequences built in code: pure, fast, no kernel. One file per
 //! concern; this one holds the event builders they share.
 
+mod cgroup;
 mod folded;
 mod idle;
 mod latency;

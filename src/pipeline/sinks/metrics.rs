@@ -6,7 +6,9 @@
 //!
 //! Names and labels are a stable contract, listed in the README ("Metrics"). Label values
 //! come from the topology (level keys and spans), the reason and finding names and the group
-//! types: their number is bounded by the machine, never by its tasks.
+//! types: their number is bounded by the machine, never by its tasks. Cgroup paths are the
+//! one exception, bounded here: only the cgroups in an interval's top lists get a label, and
+//! at most [`MAX_CGROUP_LABELS`] distinct paths over the run (later ones are `other`).
 
 use crate::analyze::{LatencySummary, Snapshot, LOG2_SLOTS};
 use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
@@ -41,6 +43,40 @@ struct IdleWait {
     span: String,
     /// "movable" or "pinned".
     waiting: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Cgroup {
+    cgroup: String,
+}
+
+/// Distinct `cgroup` label values over a run; further cgroups are counted as
+/// [`OTHER_CGROUP`].
+pub const MAX_CGROUP_LABELS: usize = 50;
+
+/// The label value of the cgroups past [`MAX_CGROUP_LABELS`].
+pub const OTHER_CGROUP: &str = "other";
+
+/// The cgroup label values given so far.
+#[derive(Debug, Default)]
+struct CgroupLabels(std::collections::HashSet<String>);
+
+impl CgroupLabels {
+    /// The label of the cgroup at `path`: its path while fewer than [`MAX_CGROUP_LABELS`]
+    /// have been given, [`OTHER_CGROUP`] after.
+    fn of(&mut self, path: &str) -> Cgroup {
+        if self.0.contains(path) || self.0.len() < MAX_CGROUP_LABELS {
+            if !self.0.contains(path) {
+                self.0.insert(path.to_string());
+            }
+            return Cgroup {
+                cgroup: path.to_string(),
+            };
+        }
+        Cgroup {
+            cgroup: OTHER_CGROUP.into(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -237,6 +273,9 @@ pub struct Metrics {
     /// Per process name, for the allow-list only (`listed`).
     process_runqlat: Family<Comm, Log2Histogram>,
     listed: Vec<String>,
+    cgroup_runqlat: Family<Cgroup, Log2Histogram>,
+    cgroup_migrations: Family<Cgroup, Counter>,
+    cgroup_labels: CgroupLabels,
     idle_wait: Family<IdleWait, Counter<f64, AtomicU64>>,
     findings: Family<Kind, Counter>,
     imbalance: Family<Domain, Gauge>,
@@ -260,6 +299,9 @@ impl Metrics {
             domain_runqlat: Family::default(),
             process_runqlat: Family::default(),
             listed: Vec::new(),
+            cgroup_runqlat: Family::default(),
+            cgroup_migrations: Family::default(),
+            cgroup_labels: CgroupLabels::default(),
             idle_wait: Family::default(),
             findings: Family::default(),
             imbalance: Family::default(),
@@ -296,6 +338,19 @@ impl Metrics {
             "Run-queue latency of the tasks that started running in each sched domain",
             Unit::Seconds,
             m.domain_runqlat.clone(),
+        );
+        registry.register_with_unit(
+            "cgroup_runqlat",
+            "Run-queue latency of the tasks of each cgroup in an interval's top 20 (at most 50 \
+             cgroups over the run, the rest as cgroup=\"other\")",
+            Unit::Seconds,
+            m.cgroup_runqlat.clone(),
+        );
+        registry.register(
+            "cgroup_migrations",
+            "Task migrations of each cgroup in an interval's top 20 (at most 50 cgroups over the \
+             run, the rest as cgroup=\"other\")",
+            m.cgroup_migrations.clone(),
         );
         registry.register_with_unit(
             "idle_while_others_wait",
@@ -418,6 +473,14 @@ impl Metrics {
                     .add(&p.latency);
             }
         }
+        for c in &s.runqlat_by_cgroup {
+            let label = self.cgroup_labels.of(&c.path);
+            self.cgroup_runqlat.get_or_create(&label).add(&c.latency);
+        }
+        for c in &s.migrations_by_cgroup {
+            let label = self.cgroup_labels.of(&c.path);
+            self.cgroup_migrations.get_or_create(&label).inc_by(c.total);
+        }
         for w in &s.idle_while_waiting {
             for (waiting, ns) in [("movable", w.movable_ns), ("pinned", w.pinned_ns)] {
                 self.idle_wait
@@ -481,59 +544,4 @@ impl crate::pipeline::Sink for Metrics {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::pipeline::Sink;
-
-    #[test]
-    fn an_interval_becomes_counters_histograms_and_gauges_in_the_exposition() {
-        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/lab/6.1-4node-overload.lbs");
-        let (_, snaps, _) = crate::cmd::replay::analyze_recording(
-            crate::pipeline::Source::file(&path).unwrap(),
-            1_000_000_000,
-            &Default::default(),
-            &Default::default(),
-        )
-        .unwrap();
-        let mut m = Metrics::new("6.1.0", "tracepoints with balancer hooks", "v6_1");
-        let x = m.exposition();
-        assert!(x.text().contains("lbscope_build_info{"), "{}", x.text());
-        for s in &snaps {
-            m.snapshot(s).unwrap();
-        }
-        let text = x.text();
-        assert!(text.ends_with("# EOF\n"), "OpenMetrics ends with # EOF");
-        // Every migration of the run, summed from the counters.
-        let total: u64 = snaps.iter().map(|s| s.migrations.total).sum();
-        let counted: f64 = text
-            .lines()
-            .filter(|l| l.starts_with("lbscope_migrations_total{"))
-            .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
-            .sum();
-        assert_eq!(counted as u64, total);
-        // The histogram's count and its +Inf bucket equal the run's samples.
-        let samples: u64 = snaps.iter().map(|s| s.runqlat_us.count).sum();
-        let value = |prefix: &str| {
-            text.lines()
-                .find(|l| l.starts_with(prefix))
-                .and_then(|l| l.rsplit(' ').next())
-                .and_then(|v| v.parse::<f64>().ok())
-                .unwrap_or_else(|| panic!("{prefix} in {text}"))
-        };
-        assert_eq!(value("lbscope_runqlat_seconds_count ") as u64, samples);
-        assert_eq!(
-            value("lbscope_runqlat_seconds_bucket{le=\"+Inf\"}") as u64,
-            samples
-        );
-        assert_eq!(
-            value("lbscope_intervals_total ") as usize,
-            snaps.len(),
-            "one per interval"
-        );
-        // One busiest-group type per domain holds 1.
-        assert!(text.contains("lbscope_model_busiest_group_type{level=\"numa\""));
-        assert!(text.contains("lbscope_idle_while_others_wait_seconds_total{"));
-        assert!(text.contains("# TYPE lbscope_runqlat_seconds histogram"));
-    }
-}
+mod tests;

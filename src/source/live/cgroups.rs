@@ -45,15 +45,7 @@ impl CgroupNames {
     }
 }
 
-/// The cgroup2 mount point, from /proc/self/mountinfo.
-pub fn cgroup2_mount() -> Option<PathBuf> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    info.lines().find_map(|l| {
-        let (left, right) = l.split_once(" - ")?;
-        (right.split_whitespace().next() == Some("cgroup2"))
-            .then(|| left.split_whitespace().nth(4).map(PathBuf::from))?
-    })
-}
+pub use crate::source::cgroup2::cgroup2_mount;
 
 fn scan(root: &Path, dir: &Path, depth: usize, known: &mut HashMap<u64, String>) {
     let Ok(meta) = std::fs::metadata(dir) else {

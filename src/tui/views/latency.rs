@@ -1,5 +1,5 @@
 //! The latency view: a runqlat-style log2 histogram with percentiles, for every task, one
-//! CPU, one domain or one process, chosen in the list on the left (up/down).
+//! CPU, one domain, one process or one cgroup, chosen in the list on the left (up/down).
 
 use super::{scroll_start, us, waiting};
 use crate::analyze::{LatencySummary, Snapshot};
@@ -10,7 +10,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
-/// The choices of the list, in order: all, CPUs, domains, processes.
+/// The choices of the list, in order: all, CPUs, domains, processes, cgroups (each group as
+/// the snapshot orders it: processes and cgroups most samples first).
 pub fn choices(s: &Snapshot) -> Vec<(String, &LatencySummary)> {
     let mut v = vec![("all tasks".to_string(), &s.runqlat_us)];
     for c in &s.runqlat_by_cpu {
@@ -23,6 +24,9 @@ pub fn choices(s: &Snapshot) -> Vec<(String, &LatencySummary)> {
         let name = p.comm.clone().unwrap_or_else(|| "?".into());
         let id = p.tgid.map_or("?".to_string(), |t| t.to_string());
         v.push((format!("{id} {name}"), &p.latency));
+    }
+    for c in &s.runqlat_by_cgroup {
+        v.push((format!("cgroup {}", c.path), &c.latency));
     }
     v
 }
@@ -47,7 +51,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
         .skip(start)
         .take(h)
         .map(|(i, (name, l))| {
-            let t = format!("{:<20}{:>8}", truncate(name, 20), l.count);
+            let t = format!("{:<20}{:>8}", fit(name, 20), l.count);
             if i == sel {
                 Line::styled(t, pal.selected())
             } else {
@@ -59,8 +63,18 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     histogram(f, right, &list[sel].0, list[sel].1, pal);
 }
 
-fn truncate(s: &str, n: usize) -> String {
-    s.chars().take(n).collect()
+/// `s` in `n` characters: its head, or for a cgroup (whose leaf says most) "cg …" and the
+/// tail of its path.
+fn fit(s: &str, n: usize) -> String {
+    let len = s.chars().count();
+    match s.strip_prefix("cgroup ") {
+        Some(path) if len > n => {
+            let tail = path.chars().count().saturating_sub(n.saturating_sub(4));
+            format!("cg …{}", path.chars().skip(tail).collect::<String>())
+        }
+        Some(path) => format!("cg {path}"),
+        None => s.chars().take(n).collect(),
+    }
 }
 
 /// runqlat's slot label: "0 -> 1", "2 -> 3", "4 -> 7", ...
