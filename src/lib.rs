@@ -4,6 +4,7 @@
 //! the pure [`analyze::Analyzer`] folds them into [`analyze::Snapshot`]s, and sinks print them.
 
 pub mod analyze;
+pub mod civil;
 pub mod cli;
 pub mod cmd;
 pub mod cpuset;
