@@ -82,6 +82,10 @@ KNOWN_MISSES = {
     ("4node", "group-imbalance", "migration type util"):
         "the kernel's busiest NUMA group is overloaded by util where the sampled PELT util "
         "says it has spare capacity",
+    ("2s-smt-numa", "active", "reason nohz_idle_balance"):
+        "migrations with no kernel stack (bpf_get_stackid failed) classified from their "
+        "context, which cannot tell the idle-load balancer's own domains from a periodic "
+        "pass: 2 of 24 nohz pairs agreed in one 6.1 run; not explained",
     ("2s-smt-numa", "numa-spread", "findings it is built for not raised: uneven_spread"):
         "raised in about half the runs: the balancer often evens the threads out within "
         "uneven_spread's 100 ms hold",
