@@ -15,10 +15,11 @@
 
 use super::{Model, TaskExt};
 use crate::event::Pid;
-use std::collections::HashMap;
+use crate::idhash::IdMap;
 
-/// Each waking task: the waker's CPU and the target so far.
-pub(super) type InFlight = HashMap<Pid, (u32, u32)>;
+/// Each waking task: the waker's CPU and the target so far (the crate's fast pid hash: a
+/// wakeup storm looks it up three times per wakeup).
+pub(super) type InFlight = IdMap<Pid, (u32, u32)>;
 
 impl<X: TaskExt> Model<X> {
     /// A `Waking` of `pid` (last on `prev_cpu`) by a waker on `cpu`.
@@ -27,8 +28,10 @@ impl<X: TaskExt> Model<X> {
         if pid == 0 {
             return;
         }
-        self.wake_done(pid);
-        self.wakes.insert(pid, (cpu, prev_cpu));
+        // One lookup: a wakeup still on its way (its sched_wakeup lost) is replaced.
+        if let Some((waker, target)) = self.wakes.insert(pid, (cpu, prev_cpu)) {
+            self.mark_pending(waker, target, false);
+        }
         self.mark_pending(cpu, prev_cpu, true);
     }
 
