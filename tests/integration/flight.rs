@@ -195,9 +195,9 @@ fn serve_caps_dumps_and_keeps_what_was_written() {
     let Some(_g) = live_guard() else { return };
     let dir = scratch("caps");
     std::fs::create_dir_all(&dir).unwrap();
-    // A dump already there, filling the directory's 1 MiB cap to 32 KiB short.
+    // A dump already there, filling the directory's 1 MiB cap to 8 KiB short.
     let old = dir.join("lbscope-20260101T000000Z-old.lbs");
-    std::fs::write(&old, vec![0u8; (1 << 20) - (32 << 10)]).unwrap();
+    std::fs::write(&old, vec![0u8; (1 << 20) - (8 << 10)]).unwrap();
     let port = free_port();
     let mut serve = lbscope();
     serve.args(["serve", "--listen", &format!("127.0.0.1:{port}")]);
@@ -209,16 +209,21 @@ fn serve_caps_dumps_and_keeps_what_was_written() {
         Some("serving"),
         Duration::from_millis(300),
     );
-    let mut wl = example("spin");
-    wl.args(["--threads", "4", "--duration-ms", "4000"]);
+    // Four signals a second apart while a wakeup storm runs (a second of it is tens of KiB):
+    // the directory's cap refuses them, each counted (the hourly cap has its unit test).
+    let mut wl = example("wakeup_storm");
+    wl.args(["--duration-ms", "6000"]);
     let mut wl = Workload::start(wl);
-    wl.go_and_wait(Duration::from_secs(30));
-    wl.finish();
-    // Four signals a second apart: the directory's cap and the hourly cap both refuse some.
+    let storm = std::thread::spawn(move || {
+        wl.go_and_wait(Duration::from_secs(60));
+        wl.finish();
+    });
+    std::thread::sleep(Duration::from_millis(1500));
     for _ in 0..4 {
         serve.signal("USR1");
         std::thread::sleep(Duration::from_millis(1000));
     }
+    storm.join().unwrap();
     std::thread::sleep(Duration::from_millis(1200));
     let written = metric(port, "lbscope_dumps_total{trigger=\"signal\"}") as u64;
     let by_dir = metric(port, "lbscope_dumps_skipped_total{reason=\"dir_cap\"}") as u64;
@@ -234,7 +239,7 @@ fn serve_caps_dumps_and_keeps_what_was_written() {
     );
     assert!(
         by_dir >= 1,
-        "a 4-CPU-second spin dump does not fit in 32 KiB: {err}"
+        "a second of a wakeup storm does not fit in 8 KiB: {err}"
     );
     let held: u64 = std::fs::read_dir(&dir)
         .unwrap()
