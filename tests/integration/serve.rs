@@ -8,8 +8,8 @@ use crate::common::{
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// A PromQL instant query's single value.
-fn query(port: u16, promql: &str) -> Option<f64> {
+/// The body of Prometheus's answer to the instant query `promql`.
+fn query_body(port: u16, promql: &str) -> Option<String> {
     let q: String = promql
         .bytes()
         .map(|b| match b {
@@ -17,7 +17,12 @@ fn query(port: u16, promql: &str) -> Option<f64> {
             _ => format!("%{b:02X}"),
         })
         .collect();
-    let body = get(port, &format!("/api/v1/query?query={q}"))?;
+    get(port, &format!("/api/v1/query?query={q}"))
+}
+
+/// A PromQL instant query's single value.
+fn query(port: u16, promql: &str) -> Option<f64> {
+    let body = query_body(port, promql)?;
     let v: serde_json::Value = serde_json::from_str(&body).ok()?;
     v["data"]["result"][0]["value"][1]
         .as_str()
@@ -152,14 +157,7 @@ fn prometheus_stores_what_perf_and_runqlat_count() {
             let expr = expr
                 .replace("$__rate_interval", "10s")
                 .replace("$instance", ".*");
-            let q: String = expr
-                .bytes()
-                .map(|b| match b {
-                    b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' => (b as char).to_string(),
-                    _ => format!("%{b:02X}"),
-                })
-                .collect();
-            let body = get(prom_port, &format!("/api/v1/query?query={q}")).unwrap();
+            let body = query_body(prom_port, &expr).unwrap();
             let v: serde_json::Value = serde_json::from_str(&body).unwrap();
             assert_eq!(v["status"], "success", "{expr}: {body}");
             assert!(
