@@ -108,29 +108,39 @@ fn post(port: u16, path: &str) -> String {
     all
 }
 
+/// `lbscope serve --listen 127.0.0.1:PORT ARGS...`, once it says it serves, after `settle`.
+fn start_serve(port: u16, args: &[&str], settle: Duration) -> Tracer {
+    let mut cmd = lbscope();
+    cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")]);
+    cmd.args(args);
+    Tracer::start("lbscope serve", cmd, Some("serving"), settle)
+}
+
+/// A gated wakeup storm of `ms` milliseconds, run to its end: eight workers and two message
+/// threads on two CPUs, tens of KiB of events a second whatever else the machine does.
+fn storm(ms: u64) {
+    let mut wl = example("wakeup_storm");
+    wl.args(["--duration-ms", &ms.to_string()]);
+    let mut wl = Workload::start(wl);
+    wl.go_and_wait(Duration::from_secs(30));
+    wl.finish();
+}
+
 #[test]
 fn serve_dumps_on_every_trigger_the_seconds_before_it() {
     let Some(_g) = live_guard() else { return };
     let dir = scratch("serve");
     let port = free_port();
-    let mut serve = lbscope();
-    serve.args(["serve", "--listen", &format!("127.0.0.1:{port}")]);
-    serve.args(["--ring", "2", "--dump-dir"]).arg(&dir);
-    serve.args(["--trigger", "busy_wakeup>=1/s", "--trigger", "p99>=1ms"]);
-    serve.arg("--dump-on-post");
-    let serve = Tracer::start(
-        "lbscope serve",
-        serve,
-        Some("serving"),
+    let args = ["--ring", "2", "--dump-dir", dir.to_str().unwrap()];
+    let triggers = ["--trigger", "busy_wakeup>=1/s", "--trigger", "p99>=1ms"];
+    let serve = start_serve(
+        port,
+        &[&args[..], &triggers[..], &["--dump-on-post"]].concat(),
         Duration::from_millis(500),
     );
-    // Eight workers and two message threads on two CPUs: wakeups land on busy CPUs
-    // (busy_wakeup), and the queues hold tasks for milliseconds (p99).
-    let mut wl = example("wakeup_storm");
-    wl.args(["--duration-ms", "3000"]);
-    let mut wl = Workload::start(wl);
-    wl.go_and_wait(Duration::from_secs(30));
-    wl.finish();
+    // Wakeups land on busy CPUs (busy_wakeup), and the queues hold tasks for milliseconds
+    // (p99).
+    storm(3000);
     let busy = wait_dump(&dir, "busy_wakeup", Duration::from_secs(10));
     let p99 = wait_dump(&dir, "p99", Duration::from_secs(10));
     assert!(
@@ -199,14 +209,14 @@ fn serve_caps_dumps_and_keeps_what_was_written() {
     let old = dir.join("lbscope-20260101T000000Z-old.lbs");
     std::fs::write(&old, vec![0u8; (1 << 20) - (8 << 10)]).unwrap();
     let port = free_port();
-    let mut serve = lbscope();
-    serve.args(["serve", "--listen", &format!("127.0.0.1:{port}")]);
-    serve.args(["--ring", "1", "--dump-dir"]).arg(&dir);
-    serve.args(["--dump-dir-max-mb", "1", "--max-dumps-per-hour", "2"]);
-    let serve = Tracer::start(
-        "lbscope serve",
-        serve,
-        Some("serving"),
+    let caps = ["--dump-dir-max-mb", "1", "--max-dumps-per-hour", "2"];
+    let serve = start_serve(
+        port,
+        &[
+            &["--ring", "1", "--dump-dir", dir.to_str().unwrap()][..],
+            &caps[..],
+        ]
+        .concat(),
         Duration::from_millis(300),
     );
     // Four signals a second apart while a wakeup storm runs (a second of it is tens of KiB):
@@ -275,27 +285,20 @@ fn a_full_disk_is_counted_and_serving_goes_on() {
         .success();
     assert!(mounted, "a 16 KiB tmpfs mounts at {}", dir.display());
     let port = free_port();
-    let mut serve = lbscope();
-    serve.args([
-        "serve",
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-        "-i",
-        "0.5",
-    ]);
-    serve.args(["--ring", "2", "--dump-dir"]).arg(&dir);
-    let serve = Tracer::start(
-        "lbscope serve",
-        serve,
-        Some("serving"),
+    let serve = start_serve(
+        port,
+        &[
+            "-i",
+            "0.5",
+            "--ring",
+            "2",
+            "--dump-dir",
+            dir.to_str().unwrap(),
+        ],
         Duration::from_millis(300),
     );
-    // A wakeup storm: two seconds of it are hundreds of KiB, whatever else the machine does.
-    let mut wl = example("wakeup_storm");
-    wl.args(["--duration-ms", "2000"]);
-    let mut wl = Workload::start(wl);
-    wl.go_and_wait(Duration::from_secs(30));
-    wl.finish();
+    // Two seconds of a wakeup storm are far more than 16 KiB.
+    storm(2000);
     serve.signal("USR1");
     let end = Instant::now() + Duration::from_secs(10);
     while metric(port, "lbscope_dump_failures_total") < 1.0 {
@@ -360,20 +363,7 @@ fn serve_refuses_bad_input_in_one_line_and_serves_stalled_and_many_scrapers() {
     let _ = std::fs::remove_file(&file);
 
     let port = free_port();
-    let mut serve = lbscope();
-    serve.args([
-        "serve",
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-        "-i",
-        "0.5",
-    ]);
-    let serve = Tracer::start(
-        "lbscope serve",
-        serve,
-        Some("serving"),
-        Duration::from_millis(1200),
-    );
+    let serve = start_serve(port, &["-i", "0.5"], Duration::from_millis(1200));
     // Two stalled scrapers: one connected and silent, one stopped in the middle of its
     // request line; and a POST without --dump-on-post.
     let silent = TcpStream::connect(("127.0.0.1", port)).unwrap();
