@@ -178,11 +178,7 @@ mod tests {
 
     fn snap(secs: f64, findings: &[(&str, u64)], p99: f64) -> Snapshot {
         Snapshot {
-            t_start_ns: 0,
             t_end_ns: (secs * 1e9) as u64,
-            partial: false,
-            events: 0,
-            migrations: Default::default(),
             runqlat_us: crate::analyze::LatencySummary {
                 count: 100,
                 p50: 1.0,
@@ -192,21 +188,8 @@ mod tests {
                 max: p99,
                 ..Default::default()
             },
-            runqlat_by_cpu: vec![],
-            runqlat_by_domain: vec![],
-            runqlat_by_process: vec![],
-            runqlat_by_cgroup: vec![],
-            migrations_by_cgroup: vec![],
-            idle_while_waiting: vec![],
-            lost_events: 0,
-            lost_by_cpu: Default::default(),
-            cpus: vec![],
-            model_rules: String::new(),
-            domains: vec![],
-            findings: vec![],
             findings_by_kind: findings.iter().map(|(k, n)| ((*k).into(), *n)).collect(),
-            migrations_by_task: vec![],
-            signals: vec![],
+            ..Default::default()
         }
     }
 
