@@ -47,6 +47,9 @@ impl Tmux {
             .args(["resize-window", "-t", tag])
             .args(["-x", &w.to_string(), "-y", &h.to_string()])
             .status();
+        // Typed before bash printed its first prompt, the command would be echoed twice and
+        // wrapped across lines.
+        t.wait_prompt(false);
         t.keys_literal(&format!(
             "cd {} && {cmd}; echo EXITED-$?",
             env!("CARGO_MANIFEST_DIR")
@@ -98,18 +101,31 @@ impl Tmux {
     }
 
     /// The screen once the shell printed the exit status (a line starting `EXITED-`, not
-    /// the command line that contains it).
+    /// the command line that contains it) and its next prompt.
     fn wait_exit(&self) -> String {
+        self.wait_prompt(true)
+    }
+
+    /// The screen once its last line is the shell's prompt (tmux drops the prompt's
+    /// trailing blank) and, if `exited`, a line starting `EXITED-` precedes it.
+    fn wait_prompt(&self, exited: bool) -> String {
         let end = Instant::now() + Duration::from_secs(10);
         loop {
             let s = self.screen();
-            if s.lines().any(|l| l.starts_with("EXITED-")) {
+            let last = s.lines().map(str::trim_end).rfind(|l| !l.is_empty());
+            let status = s.lines().any(|l| l.starts_with("EXITED-"));
+            if last == Some("$") && (status || !exited) {
                 return s;
             }
             if Instant::now() > end {
-                panic!("no exit status within 10 s:\n{s}");
+                let what = if exited {
+                    "exit status and prompt"
+                } else {
+                    "first prompt"
+                };
+                panic!("no {what} within 10 s:\n{s}");
             }
-            std::thread::sleep(Duration::from_millis(200));
+            std::thread::sleep(Duration::from_millis(100));
         }
     }
 
@@ -140,7 +156,7 @@ impl Tmux {
             s.contains("; echo EXITED-$?"),
             "the shell's screen is back:\n{s}"
         );
-        assert!(s.lines().any(|l| l.starts_with("$ ")), "a prompt:\n{s}");
+        assert!(s.lines().any(|l| l.starts_with("$ cd ")), "a prompt:\n{s}");
     }
 }
 
