@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Balancer hooks: fentry/fexit programs on the load balancer's own functions, under their
- * names since 6.10 and before. They load only where the kernel allows fentry (not under
- * lockdown=confidentiality), and only for names the kernel's BTF has.
- * The hook_* programs count calls (`lbscope doctor` probes them one by one); the lb_* programs
- * stream the balancer's decisions from struct lb_env as LBS_BALANCE records (lbscope.h) into
- * this object's own ring buffer, which the live source polls beside the tracepoints' one.
+ * Balancer hooks on the load balancer's own functions, under their names since 6.10 and
+ * before, in two sets that give the same records: fentry/fexit programs (lb_*, hook_*), which
+ * need BPF trampolines and a BTF entry for the function, and kprobe/kretprobe programs
+ * (kp_*, khook_*), which need a kallsyms symbol (a function the compiler did not inline).
+ * User space loads one set (--balancer-attach). Both are refused under
+ * lockdown=confidentiality.
+ * The hook and khook programs count calls (`lbscope doctor` probes them one by one); the
+ * others stream the balancer's decisions from struct lb_env (read with CO-RE in both sets) as
+ * LBS_BALANCE records (lbscope.h) into this object's own ring buffer, which the live source
+ * polls beside the tracepoints' one.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -51,14 +55,23 @@ struct {
 		return 0;                                                                    \
 	}
 
-HOOK(sched_balance_rq, 0)
-HOOK(load_balance, 1)
-HOOK(sched_balance_find_src_group, 2)
-HOOK(find_busiest_group, 3)
-HOOK(sched_balance_newidle, 4)
-HOOK(newidle_balance, 5)
-HOOK(detach_task, 6)
-HOOK(active_load_balance_cpu_stop, 7)
+#define KHOOK(fn, idx)                                                                       \
+	SEC("kprobe/" #fn) int BPF_KPROBE(khook_##fn)                                        \
+	{                                                                                    \
+		__sync_fetch_and_add(&calls[idx], 1);                                        \
+		return 0;                                                                    \
+	}
+
+#define HOOKS(fn, idx) HOOK(fn, idx) KHOOK(fn, idx)
+
+HOOKS(sched_balance_rq, 0)
+HOOKS(load_balance, 1)
+HOOKS(sched_balance_find_src_group, 2)
+HOOKS(find_busiest_group, 3)
+HOOKS(sched_balance_newidle, 4)
+HOOKS(newidle_balance, 5)
+HOOKS(detach_task, 6)
+HOOKS(active_load_balance_cpu_stop, 7)
 
 /* The kernel's idle type in the wire numbering: the enum was renumbered in 6.10. */
 static __always_inline __u32 wire_idle(__u32 v)
@@ -244,8 +257,7 @@ SOFTIRQ_ORIGIN(run_rebalance_domains, old)
 /* Active balance: the stopper on the busiest CPU pushes one task to rq->push_cpu. Its entry
  * is streamed (pid 0, not a search) so that its migration pairs even where detach_task is
  * inlined; passes inside it carry LBS_BAL_STOPPER. */
-SEC("fentry/active_load_balance_cpu_stop")
-int BPF_PROG(lb_active, void *data)
+static __always_inline void active_entry(void *data)
 {
 	struct rq *busiest = data;
 	struct lbs_balance *e;
@@ -253,15 +265,181 @@ int BPF_PROG(lb_active, void *data)
 	origin_set(LBS_BAL_STOPPER, 1);
 	e = balance_record(bpf_ktime_get_ns());
 	if (!e)
-		return 0;
+		return;
 	e->dst_cpu = BPF_CORE_READ(busiest, push_cpu);
 	e->src_cpu = BPF_CORE_READ(busiest, cpu);
 	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("fentry/active_load_balance_cpu_stop")
+int BPF_PROG(lb_active, void *data)
+{
+	active_entry(data);
 	return 0;
 }
 
 SEC("fexit/active_load_balance_cpu_stop")
 int BPF_PROG(lb_active_exit)
+{
+	origin_set(LBS_BAL_STOPPER, 0);
+	return 0;
+}
+
+/*
+ * The kprobe set. A kretprobe sees the return value but not the arguments, so the search's
+ * entry keeps its struct lb_env pointer and start time in a per-CPU stack of frames, each
+ * with the stack pointer at entry; the exit takes the newest frame whose stack pointer lies
+ * just below its own (the return address and the return trampoline's slot: 8-16 bytes on
+ * x86-64), dropping newer ones left by exits that never ran. A search does not nest on one
+ * CPU (it runs with interrupts or bottom halves off), but a kprobe program is skipped when
+ * another runs on the CPU (or a map operation from user space holds bpf_prog_active), so an
+ * entry or an exit can go missing: a missing exit leaves a frame that the check drops, a
+ * missing entry leaves the exit without a frame, and its record is not sent (counted).
+ */
+#define FRAMES 4
+#define FRAME_SP_MAX 64
+
+struct search_frame {
+	__u64 env;
+	__u64 ts;
+	__u64 sp;
+};
+
+struct search_frames {
+	__u32 depth;
+	__u32 pad;
+	struct search_frame f[FRAMES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct search_frames);
+} frames SEC(".maps");
+
+/* Search exits with no frame of theirs (their entry was skipped), and entries beyond FRAMES. */
+__u64 unpaired = 0;
+
+static __always_inline void frame_push(__u64 env, __u64 sp)
+{
+	__u32 zero = 0, d;
+	struct search_frames *s = bpf_map_lookup_elem(&frames, &zero);
+
+	if (!s)
+		return;
+	d = s->depth;
+	if (d >= FRAMES) {
+		/* Full of frames whose exits never ran: start again. */
+		__sync_fetch_and_add(&unpaired, d);
+		d = 0;
+	}
+	s->f[d & (FRAMES - 1)].env = env;
+	s->f[d & (FRAMES - 1)].ts = bpf_ktime_get_ns();
+	s->f[d & (FRAMES - 1)].sp = sp;
+	s->depth = d + 1;
+}
+
+/* The frame of the search returning with stack pointer `sp`, popped; 0 when there is none. */
+static __always_inline int frame_pop(__u64 sp, struct search_frame *out)
+{
+	__u32 zero = 0, i;
+	struct search_frames *s = bpf_map_lookup_elem(&frames, &zero);
+
+	if (!s)
+		return 0;
+	for (i = 0; i < FRAMES; i++) {
+		__u32 d = s->depth;
+		struct search_frame *f;
+
+		if (d == 0)
+			break;
+		d -= 1;
+		f = &s->f[d & (FRAMES - 1)];
+		s->depth = d;
+		if (f->sp < sp && sp - f->sp <= FRAME_SP_MAX) {
+			*out = *f;
+			return 1;
+		}
+		/* A newer frame whose exit never ran. */
+		__sync_fetch_and_add(&unpaired, 1);
+	}
+	__sync_fetch_and_add(&unpaired, 1);
+	return 0;
+}
+
+static __always_inline void kp_search_exit(struct pt_regs *ctx, int balanced)
+{
+	struct search_frame f;
+	__u64 now;
+
+	if (!frame_pop(PT_REGS_SP(ctx), &f))
+		return;
+	now = bpf_ktime_get_ns();
+	if (f.ts > now)
+		f.ts = now;
+	emit_at((struct lb_env *)f.env, 0, balanced, f.ts, now - f.ts);
+}
+
+SEC("kprobe/sched_balance_find_src_group")
+int BPF_KPROBE(kp_search_new_entry, struct lb_env *env)
+{
+	frame_push((__u64)env, PT_REGS_SP(ctx));
+	return 0;
+}
+
+SEC("kretprobe/sched_balance_find_src_group")
+int BPF_KRETPROBE(kp_search_new, struct sched_group *ret)
+{
+	kp_search_exit(ctx, ret == NULL);
+	return 0;
+}
+
+SEC("kprobe/find_busiest_group")
+int BPF_KPROBE(kp_search_old_entry, struct lb_env *env)
+{
+	frame_push((__u64)env, PT_REGS_SP(ctx));
+	return 0;
+}
+
+SEC("kretprobe/find_busiest_group")
+int BPF_KRETPROBE(kp_search_old, struct sched_group *ret)
+{
+	kp_search_exit(ctx, ret == NULL);
+	return 0;
+}
+
+SEC("kprobe/detach_task")
+int BPF_KPROBE(kp_detach, struct task_struct *p, struct lb_env *env)
+{
+	emit(env, BPF_CORE_READ(p, pid), 0);
+	return 0;
+}
+
+#define KP_SOFTIRQ_ORIGIN(fn, name)                                                          \
+	SEC("kprobe/" #fn) int BPF_KPROBE(kp_softirq_##name)                                 \
+	{                                                                                    \
+		softirq_entry();                                                             \
+		return 0;                                                                    \
+	}                                                                                    \
+	SEC("kretprobe/" #fn) int BPF_KRETPROBE(kp_softirq_##name##_exit)                    \
+	{                                                                                    \
+		origin_set(LBS_BAL_NOHZ, 0);                                                 \
+		return 0;                                                                    \
+	}
+
+KP_SOFTIRQ_ORIGIN(sched_balance_softirq, new)
+KP_SOFTIRQ_ORIGIN(run_rebalance_domains, old)
+
+SEC("kprobe/active_load_balance_cpu_stop")
+int BPF_KPROBE(kp_active, void *data)
+{
+	active_entry(data);
+	return 0;
+}
+
+SEC("kretprobe/active_load_balance_cpu_stop")
+int BPF_KRETPROBE(kp_active_exit)
 {
 	origin_set(LBS_BAL_STOPPER, 0);
 	return 0;

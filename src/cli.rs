@@ -380,6 +380,14 @@ pub struct CollectArgs {
     #[cfg(feature = "bpf")]
     #[arg(long, value_enum, default_value = "auto")]
     pub attach: crate::source::live::AttachMode,
+    /// How to attach the balancer hooks, which record the kernel's own balancer decisions
+    /// (struct lb_env): fentry/fexit, or kprobe/kretprobe on kernels without BPF trampolines;
+    /// both give the same records. `auto` tries fentry, then kprobe, then runs from the
+    /// tracepoints alone and says why; naming a kind fails (exit 1) when the kernel refuses
+    /// it. `lbscope doctor` shows which kinds load here.
+    #[cfg(feature = "bpf")]
+    #[arg(long, value_enum, value_name = "KIND", default_value = "auto")]
+    pub balancer_attach: crate::source::attach::BalancerAttach,
 }
 
 /// `lbscope report`.

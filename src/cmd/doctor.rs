@@ -102,7 +102,7 @@ pub fn checks() -> Vec<Check> {
         )
     });
     v.push(match lockdown() {
-        Some(m) if m == "none" => check("lockdown", "ok", "none: fentry hooks may load"),
+        Some(m) if m == "none" => check("lockdown", "ok", "none: fentry and kprobe hooks may load"),
         Some(m) => check(
             "lockdown",
             "warn",
@@ -175,8 +175,11 @@ pub fn checks() -> Vec<Check> {
 
 #[cfg(feature = "bpf")]
 fn probe_bpf(v: &mut Vec<Check>) {
+    use crate::source::attach::HookKind;
     use crate::source::live::{hooks, LiveConfig, LiveSource, ProbeState};
     let (tx, _rx) = std::sync::mpsc::sync_channel(crate::source::QUEUE_BATCHES);
+    // What a live run with the default `--balancer-attach auto` gets.
+    let mut balancer = Err("the live source did not start".to_string());
     match LiveSource::start(LiveConfig::default(), tx) {
         Ok(mut src) => {
             src.stop_async();
@@ -194,39 +197,73 @@ fn probe_bpf(v: &mut Vec<Check>) {
                     ProbeState::NotNeeded => check(&format!("tracepoint {tp}"), "ok", "not needed"),
                 });
             }
+            balancer = src.report.balancer.clone();
             src.stop();
         }
         Err(e) => v.push(check("tracepoints", "fail", e.to_string())),
     }
     let path = crate::source::live::btf_path();
-    let mut any = false;
     match libbpf_rs::btf::Btf::from_path(&path) {
         Ok(btf) => {
-            for (func, state) in hooks::probe(&btf) {
-                let item = format!("hook fentry/{func}");
-                v.push(match state {
-                    hooks::HookState::Loads => {
-                        any = true;
-                        check(&item, "ok", "loads")
-                    }
-                    hooks::HookState::Absent => {
-                        check(&item, "ok", "not in this kernel (other name or inlined)")
-                    }
-                    hooks::HookState::Refused(e) => check(&item, "warn", e),
-                });
+            let targets = hooks::Targets::new(&btf);
+            for kind in [HookKind::Fentry, HookKind::Kprobe] {
+                for (func, state) in hooks::probe(&targets, kind) {
+                    let item = format!("hook {}/{func}", kind.name());
+                    v.push(match state {
+                        hooks::HookState::Loads => check(&item, "ok", "loads"),
+                        hooks::HookState::Absent => check(&item, "ok", absent(kind)),
+                        hooks::HookState::Refused(e) => check(&item, "warn", e),
+                    });
+                }
             }
         }
         Err(e) => v.push(check("hooks", "warn", format!("cannot read BTF: {e}"))),
     }
-    v.push(check(
-        "mode",
-        "ok",
-        if any {
-            "tracepoints with balancer hooks"
-        } else {
-            "tracepoints only"
-        },
-    ));
+    v.push(match &balancer {
+        Ok((kind, funcs)) => check(
+            "balancer hooks",
+            "ok",
+            format!(
+                "{} on {} functions (--balancer-attach auto{})",
+                kind.name(),
+                funcs.len(),
+                if *kind == HookKind::Kprobe {
+                    ": fentry refused or missing"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        Err(why) => check(
+            "balancer hooks",
+            "warn",
+            format!("none (--balancer-attach auto: {why}); the kernel's own balancer decisions are not recorded (report --validate needs them)"),
+        ),
+    });
+    v.push(check("mode", "ok", mode_line(&balancer)));
+}
+
+/// What an absent hook means for `kind`.
+#[cfg(feature = "bpf")]
+fn absent(kind: crate::source::attach::HookKind) -> &'static str {
+    match kind {
+        crate::source::attach::HookKind::Fentry => {
+            "not in this kernel's BTF (other name or inlined)"
+        }
+        crate::source::attach::HookKind::Kprobe => {
+            "no such symbol in /proc/kallsyms (other name or inlined)"
+        }
+    }
+}
+
+/// The `mode` line: what a live run traces with, and why.
+pub fn mode_line<E: std::fmt::Display>(
+    balancer: &Result<(crate::source::attach::HookKind, Vec<String>), E>,
+) -> String {
+    match balancer {
+        Ok((kind, _)) => format!("tracepoints with balancer hooks by {}", kind.name()),
+        Err(why) => format!("tracepoints only ({why})"),
+    }
 }
 
 /// Runs `lbscope doctor`; fails (exit 1) when a check failed.

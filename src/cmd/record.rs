@@ -35,6 +35,7 @@ pub fn run(args: &crate::cli::RecordArgs) -> Result<(), CmdError> {
             "lbscope: recording to {}{until}; Ctrl-C to stop",
             args.output.display(),
         );
+        eprintln!("lbscope: {}", src.probes.balancer_line());
     }
     let mut driver = Driver::without_analyzer().deadline(deadline);
     driver.run(&src, &mut [&mut recorder, &mut Warnings], &stop)?;

@@ -137,8 +137,8 @@ fn print_validation(
     if v.balance_events == 0 {
         return Err(CmdError::Failed(format!(
             "--validate: {what} holds no balancer decisions: they are recorded only where \
-             fentry on the balancer loads (`lbscope doctor` says whether it does; the topology \
-             lab's kernels allow it: tests/lab/run)"
+             fentry or kprobes on the balancer load (`lbscope doctor` says whether they do; \
+             the topology lab's kernels allow both: tests/lab/run)"
         )));
     }
     if json {
@@ -229,9 +229,9 @@ fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
     let src = Source::live(cfg, topo)?;
     if let (true, Some(why)) = (args.validate, &src.probes.balancer_error) {
         return Err(CmdError::Failed(format!(
-            "--validate needs the balancer's own decisions, from fentry on the balancer, which \
-             did not load here ({why}); validate in the topology lab (tests/lab/run) or a \
-             recording made where fentry loads: lbscope report FILE --validate"
+            "--validate needs the balancer's own decisions, from fentry or kprobes on the \
+             balancer, which did not load here ({why}); validate in the topology lab \
+             (tests/lab/run) or a recording made where they load: lbscope report FILE --validate"
         )));
     }
     let mut recorder = match &args.output {
@@ -249,6 +249,7 @@ fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
             ""
         }
     );
+    eprintln!("lbscope: {}", src.probes.balancer_line());
     if src.probes.kallsyms == Some(false) {
         eprintln!("lbscope: warning: /proc/kallsyms gave no addresses: migration reasons fall back to context rules");
     }

@@ -196,6 +196,7 @@ pub fn live_config(
     Ok(crate::source::live::LiveConfig {
         ringbuf_bytes: ringbuf_bytes(c)?,
         attach: c.attach,
+        balancer_attach: c.balancer_attach,
         unneeded,
         fold,
         fold_tgid,

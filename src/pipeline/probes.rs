@@ -1,5 +1,6 @@
-//! What a source traced with, as a typed value: each probe and how it attached, whether
-//! kernel stacks can be named, why the balancer hooks did not load. Recordings keep it as
+//! What a source traced with, as a typed value: each probe and how it attached (the balancer
+//! hooks by fentry or kprobe), whether kernel stacks can be named, why the balancer hooks did
+//! not load. Recordings keep it as
 //! (name, kind) string pairs in their header; this is the one place that writes and reads
 //! those strings.
 
@@ -12,6 +13,8 @@ pub enum Attach {
     RawTp,
     /// A balancer hook by fentry.
     Fentry,
+    /// A balancer hook by kprobe.
+    Kprobe,
     /// The kernel has no such probe point.
     Missing,
     /// It exists but did not load or attach.
@@ -27,6 +30,7 @@ impl Attach {
             Attach::TpBtf => "tp_btf".into(),
             Attach::RawTp => "raw_tp".into(),
             Attach::Fentry => "fentry".into(),
+            Attach::Kprobe => "kprobe".into(),
             Attach::Missing => "missing".into(),
             Attach::Failed(e) => format!("failed: {e}"),
             Attach::NotNeeded => "not needed".into(),
@@ -40,6 +44,7 @@ impl Attach {
             "raw_tp" => Attach::RawTp,
             // "loads": how recordings of earlier versions named an attached balancer hook.
             "fentry" | "loads" => Attach::Fentry,
+            "kprobe" => Attach::Kprobe,
             "missing" => Attach::Missing,
             "not needed" => Attach::NotNeeded,
             k => Attach::Failed(k.strip_prefix("failed: ").unwrap_or(k).to_string()),
@@ -48,14 +53,18 @@ impl Attach {
 
     /// Attached and delivering records.
     pub fn attached(&self) -> bool {
-        matches!(self, Attach::TpBtf | Attach::RawTp | Attach::Fentry)
+        matches!(
+            self,
+            Attach::TpBtf | Attach::RawTp | Attach::Fentry | Attach::Kprobe
+        )
     }
 }
 
 /// The probes of a run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Probes {
-    /// (probe, how it attached): tracepoints by name, balancer hooks as `fentry/<function>`.
+    /// (probe, how it attached): tracepoints by name, balancer hooks as `fentry/<function>`
+    /// or `kprobe/<function>`.
     pub list: Vec<(String, Attach)>,
     /// Whether /proc/kallsyms gave addresses (`None`: not known, e.g. a recording).
     pub kallsyms: Option<bool>,
@@ -99,11 +108,15 @@ impl Probes {
             };
             (tp.clone(), a)
         });
-        let hooks = r
-            .balancer
-            .iter()
-            .flatten()
-            .map(|f| (format!("fentry/{f}"), Attach::Fentry));
+        let hooks = r.balancer.iter().flat_map(|(kind, funcs)| {
+            let a = match kind {
+                crate::source::attach::HookKind::Fentry => Attach::Fentry,
+                crate::source::attach::HookKind::Kprobe => Attach::Kprobe,
+            };
+            funcs
+                .iter()
+                .map(move |f| (format!("{}/{f}", kind.name()), a.clone()))
+        });
         Probes {
             list: tracepoints.chain(hooks).collect(),
             kallsyms: Some(r.kallsyms),
@@ -116,7 +129,35 @@ impl Probes {
     pub fn balancer_hooks(&self) -> bool {
         self.list
             .iter()
-            .any(|(n, a)| (n.starts_with("fentry") || n.contains("balance")) && a.attached())
+            .any(|(n, a)| (is_hook(n) || n.contains("balance")) && a.attached())
+    }
+
+    /// How the balancer hooks attached: "fentry", "kprobe", or `None` when none did.
+    pub fn balancer_kind(&self) -> Option<&'static str> {
+        self.list.iter().find_map(|(_, a)| match a {
+            Attach::Fentry => Some("fentry"),
+            Attach::Kprobe => Some("kprobe"),
+            _ => None,
+        })
+    }
+
+    /// One line for stderr at the start of a live run: how the balancer hooks run, or why
+    /// they do not.
+    pub fn balancer_line(&self) -> String {
+        let n = self
+            .list
+            .iter()
+            .filter(|(n, a)| is_hook(n) && a.attached())
+            .count();
+        match (self.balancer_kind(), &self.balancer_error) {
+            (Some(kind), _) => format!(
+                "balancer hooks by {kind} on {n} functions: the kernel's own decisions are recorded"
+            ),
+            (None, Some(why)) if !why.is_empty() => {
+                format!("no balancer hooks ({why}): tracepoints only")
+            }
+            (None, _) => "no balancer hooks: tracepoints only".to_string(),
+        }
     }
 
     /// Names of the attached tracepoints.
@@ -151,7 +192,7 @@ impl Probes {
             .collect();
         let mut kinds: Vec<&str> = needed
             .iter()
-            .filter(|(n, a)| !n.starts_with("fentry") && a.attached())
+            .filter(|(n, a)| !is_hook(n) && a.attached())
             .map(|(_, a)| match a {
                 Attach::TpBtf => "tp_btf",
                 Attach::RawTp => "raw_tp",
@@ -163,10 +204,10 @@ impl Probes {
         let attached = needed.iter().filter(|(_, a)| a.attached()).count();
         let mut s = format!(
             "{} ({}; {attached} of {} attached)",
-            if self.balancer_hooks() {
-                "tracepoints with balancer hooks"
-            } else {
-                "tracepoints only"
+            match (self.balancer_hooks(), self.balancer_kind()) {
+                (true, Some("kprobe")) => "tracepoints with balancer hooks by kprobe",
+                (true, _) => "tracepoints with balancer hooks",
+                (false, _) => "tracepoints only",
             },
             if kinds.is_empty() {
                 "none".to_string()
@@ -180,6 +221,11 @@ impl Probes {
         }
         s
     }
+}
+
+/// A balancer hook's probe name (`fentry/<function>`, `kprobe/<function>`).
+fn is_hook(name: &str) -> bool {
+    name.starts_with("fentry/") || name.starts_with("kprobe/")
 }
 
 #[cfg(test)]
@@ -212,5 +258,37 @@ mod tests {
         assert!(!none.balancer_hooks());
         assert_eq!(none.tracing_mode(), "none");
         assert_eq!(none.mode(), "tracepoints only (none; 0 of 1 attached)");
+    }
+
+    #[test]
+    fn kprobe_hooks_read_as_balancer_hooks_and_say_so() {
+        let pairs: Vec<(String, String)> = [
+            ("sched_switch", "tp_btf"),
+            ("kprobe/sched_balance_find_src_group", "kprobe"),
+            ("kprobe/detach_task", "kprobe"),
+        ]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+        let p = Probes::from_header(&pairs);
+        assert_eq!(p.to_header(), pairs);
+        assert!(p.balancer_hooks());
+        assert_eq!(p.balancer_kind(), Some("kprobe"));
+        assert_eq!(p.attached_tracepoints(), vec!["sched_switch"]);
+        assert_eq!(
+            p.mode(),
+            "tracepoints with balancer hooks by kprobe (tp_btf; 3 of 3 attached)"
+        );
+        assert_eq!(
+            p.balancer_line(),
+            "balancer hooks by kprobe on 2 functions: the kernel's own decisions are recorded"
+        );
+        let mut none = Probes::from_header(&pairs[..1]);
+        assert_eq!(none.balancer_kind(), None);
+        none.balancer_error = Some("fentry: refused (EPERM); kprobe: refused (EPERM)".into());
+        assert_eq!(
+            none.balancer_line(),
+            "no balancer hooks (fentry: refused (EPERM); kprobe: refused (EPERM)): tracepoints only"
+        );
     }
 }

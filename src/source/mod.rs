@@ -1,6 +1,7 @@
 //! Sources of [`Event`]s: the live kernel (feature `bpf`) and, later, recordings. Every source
 //! feeds the same channel of [`SourceMsg`]s, so nothing downstream knows where events came from.
 
+pub mod attach;
 mod batch;
 pub mod cgroup2;
 pub mod file;
@@ -43,6 +44,9 @@ pub enum SourceError {
         "loading the BPF programs failed: {0}. Run `lbscope doctor` to see what this kernel allows"
     )]
     Load(String),
+    /// `--balancer-attach fentry|kprobe`: the kernel refused that kind of balancer hook.
+    #[error("--balancer-attach {0}: the kernel refused the balancer hooks ({1}). Run `lbscope doctor` to see which kind this kernel allows; `--balancer-attach auto` runs from tracepoints alone where it allows none")]
+    BalancerRefused(&'static str, String),
     /// BPF support was not compiled in.
     #[error("this lbscope was built without BPF support (--no-default-features): rebuild with the default `bpf` feature, or use a recording")]
     NoBpf,

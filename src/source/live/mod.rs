@@ -10,6 +10,7 @@ pub mod kallsyms;
 mod skel;
 
 use crate::event::{Event, EventKind};
+use crate::source::attach::{self, HookKind};
 use crate::source::{Batch, BatchPool, SourceError, SourceMsg};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
@@ -72,6 +73,8 @@ pub struct LiveConfig {
     pub pelt_interval_ns: u64,
     /// tp_btf or raw_tp.
     pub attach: AttachMode,
+    /// How the balancer hooks attach: fentry, kprobe, or the first the kernel takes.
+    pub balancer_attach: crate::source::attach::BalancerAttach,
     /// How often the consumer drains the ring buffer when the kernel does not wake it.
     pub poll_interval: Duration,
     /// Tracepoints to treat as absent (tests of the missing-tracepoint path).
@@ -96,6 +99,7 @@ impl Default for LiveConfig {
             ringbuf_bytes: 16 << 20,
             pelt_interval_ns: 4_000_000,
             attach: AttachMode::Auto,
+            balancer_attach: crate::source::attach::BalancerAttach::Auto,
             poll_interval: Duration::from_millis(100),
             pretend_missing: std::env::var("LBSCOPE_PRETEND_MISSING")
                 .map(|s| s.split(',').map(str::to_string).collect())
@@ -135,9 +139,9 @@ pub struct ProbeReport {
     pub tracepoints: Vec<(String, ProbeState)>,
     /// Whether /proc/kallsyms gave real addresses (needed to name migration stacks).
     pub kallsyms: bool,
-    /// Balancer functions whose `struct lb_env` streams as Balance events (fentry mode), or
-    /// why none does.
-    pub balancer: Result<Vec<String>, String>,
+    /// How the balancer hooks attached and the functions whose `struct lb_env` streams as
+    /// Balance events, or why none does (every kind tried, with the kernel's refusal).
+    pub balancer: Result<(HookKind, Vec<String>), String>,
 }
 
 impl ProbeReport {
@@ -402,14 +406,36 @@ fn run(
         kallsyms: kallsyms.is_usable(),
         balancer: Err(String::new()),
     };
-    // The balancer hooks are optional: lockdown refuses them on most distribution kernels.
-    let mut bobj = MaybeUninit::uninit();
-    let (bskel, balancer) = match libbpf_rs::btf::Btf::from_path(btf_path()) {
-        Ok(btf) => match hooks::load_streams(&mut bobj, &btf) {
-            Ok((s, funcs)) => (Some(s), Ok(funcs)),
-            Err(e) => (None, Err(e)),
-        },
-        Err(e) => (None, Err(format!("cannot read BTF: {e}"))),
+    // The balancer hooks are optional (lockdown refuses them on most distribution kernels)
+    // unless --balancer-attach names a kind. One object slot per kind tried.
+    let (mut fobj, mut kobj) = (MaybeUninit::uninit(), MaybeUninit::uninit());
+    let (mut fslot, mut kslot) = (Some(&mut fobj), Some(&mut kobj));
+    let chosen = match libbpf_rs::btf::Btf::from_path(btf_path()) {
+        Ok(btf) => {
+            let targets = hooks::Targets::new(&btf);
+            attach::choose(cfg.balancer_attach, |kind| {
+                let slot = match kind {
+                    HookKind::Fentry => fslot.take(),
+                    HookKind::Kprobe => kslot.take(),
+                };
+                let slot = slot.ok_or_else(|| format!("{} tried twice", kind.name()))?;
+                hooks::load_streams(slot, &targets, kind)
+            })
+            .map_err(|r| r.to_string())
+        }
+        Err(e) => Err(format!("cannot read BTF: {e}")),
+    };
+    let (bskel, balancer) = match chosen {
+        Ok((kind, (s, funcs))) => (Some(s), Ok((kind, funcs))),
+        Err(e) if cfg.balancer_attach.forced() => {
+            let name = match cfg.balancer_attach {
+                attach::BalancerAttach::Fentry => "fentry",
+                _ => "kprobe",
+            };
+            let _ = ready.send(Err(SourceError::BalancerRefused(name, e)));
+            return;
+        }
+        Err(e) => (None, Err(e)),
     };
     let report = ProbeReport { balancer, ..report };
     drain(
