@@ -16,14 +16,17 @@ the lab's JSON line on stdout (also saved beside the recording as .json), and fa
   - `report --fold on`, run live beside `report --fold off` over a short load after the
     scenario, gave no snapshot, lost events, or counted the load process's run-queue latency
     samples more than FOLD_TOLERANCE apart from the streaming report's.
---table FILE.json...: the Markdown table of those runs (the README's lab table)."""
+--table FILE.json...: the Markdown table of those runs (the README's lab table).
+--compare FILE.json...: for runs made with the balancer hooks by fentry and by kprobe
+(`<run>.json` beside `<run>-kprobe.json`), the agreement figures side by side."""
 import argparse
 import json
 import re
 import subprocess
 import sys
 
-# The balancer entry point each kernel must accept as fentry in the lab guests.
+# The balancer entry point each kernel must accept (as fentry, or as kprobe when asked) in the
+# lab guests.
 EXPECTED_HOOK = {"6.1": "load_balance", "6.12": "sched_balance_rq"}
 # The findings each scenario is built to produce: every one of them must be raised.
 EXPECTED_FINDINGS = {
@@ -134,11 +137,14 @@ def summarize(a):
             checks = json.loads(doctor.strip().splitlines()[-1])
         except (ValueError, IndexError):
             checks = []
+    kind = a.balancer_attach or "fentry"
     loaded = sorted(c["item"].split("/", 1)[1] for c in checks
-                    if c["item"].startswith("hook fentry/") and c["detail"] == "loads")
+                    if c["item"].startswith(f"hook {kind}/") and c["detail"] == "loads")
+    reclog = between(text, "RECLOG") or "" 
     out = {"kernel": a.kernel, "topology": a.topology, "scenario": a.scenario,
            "balancer_hooks": EXPECTED_HOOK.get(a.kernel) in loaded,
-           "hooks_loaded": loaded, "domains": (between(text, "DOMAINS") or "").split(),
+           "balancer_attach": kind, "hooks_loaded": loaded,
+           "kallsyms": (between(text, "KALLSYMS") or "").splitlines(), "domains": (between(text, "DOMAINS") or "").split(),
            "migrations": None, "balancer_migrations": None, "migrations_by_reason": None,
            "reason_agreement": None, "reason_matched": 0,
            "model_balanced_agreement": None, "model_decisions": 0,
@@ -156,7 +162,11 @@ def summarize(a):
         ok = False
     ok = check_fold(a, text, out) and ok
     if not out["balancer_hooks"]:
-        fail(a, f"fentry/{EXPECTED_HOOK.get(a.kernel)} did not load (loaded: {loaded or 'none'})")
+        fail(a, f"{kind}/{EXPECTED_HOOK.get(a.kernel)} did not load (loaded: {loaded or 'none'})")
+        ok = False
+    # The recorder says how its balancer hooks attached: the kind asked for, not another.
+    if f"balancer hooks by {kind} " not in reclog:
+        fail(a, f"the recorder did not run with balancer hooks by {kind}: {reclog.strip()[:300]}")
         ok = False
     # One pass: the intervals, then the validation line (the kernel's decisions vs the model's).
     rep = subprocess.run([a.lbscope, "report", a.recording, "-i", "100000", "--json",
@@ -321,7 +331,8 @@ def table(files):
                           for t, c in sorted(tot.get("types", {}).items()))
         reasons = ", ".join(f"{r} {pct(c['agreement'], c['pairs'])}"
                             for r, c in sorted(o.get("reason_by_hook", {}).items()))
-        row = [o["kernel"], o["topology"], o["scenario"], str(o["boot_s"]),
+        scen = o["scenario"] + (" (kprobe)" if o.get("balancer_attach") == "kprobe" else "")
+        row = [o["kernel"], o["topology"], scen, str(o["boot_s"]),
                "; ".join(level_cell(k, l) for k, l in sorted(o["model_per_level"].items())),
                f"{types or 'none'}; {pct(tot.get('type_constant_agreement'))}",
                f"{reasons or 'none'}; {pct(o.get('reason_constant_agreement'))}",
@@ -332,14 +343,61 @@ def table(files):
         print("| " + " | ".join(row) + " |")
 
 
+def figures(o):
+    """The agreement figures of one run, by name, each as (value, count) for the comparison."""
+    f = {}
+    for r, c in sorted(o.get("reason_by_hook", {}).items()):
+        f[f"reason {r}"] = (c["agreement"], c["pairs"])
+    f["reason, constant answer"] = (o.get("reason_constant_agreement"), o.get("reason_matched"))
+    for name, l in sorted(o.get("model_per_level", {}).items()):
+        f[f"{name} kappa"] = (l["kappa"], l["searches"])
+        f[f"{name} recall"] = (l["recall"], l["kernel_imbalanced"])
+        f[f"{name} precision"] = (l["precision"], l["model_imbalanced"])
+        f[f"{name} constant agreement"] = (l["constant_agreement"], l["searches"])
+    tot = o.get("model_total") or {}
+    for t, c in sorted(tot.get("types", {}).items()):
+        f[f"type {t}"] = (c["agreement"], c["pairs"])
+    f["type, constant answer"] = (tot.get("type_constant_agreement"), o.get("model_both_unbalanced"))
+    return f
+
+
+def compare(files):
+    """fentry and kprobe runs of the same kernel, topology and scenario, side by side."""
+    runs = {}
+    for fn in files:
+        o = json.load(open(fn))
+        runs.setdefault((o["kernel"], o["topology"], o["scenario"]), {})[
+            o.get("balancer_attach", "fentry")] = o
+    print("| kernel | topology | scenario | figure | fentry (count) | kprobe (count) |")
+    print("|---|---|---|---|---|---|")
+    for key, by in sorted(runs.items()):
+        if "fentry" not in by or "kprobe" not in by:
+            continue
+        fe, kp = figures(by["fentry"]), figures(by["kprobe"])
+        for name in sorted(set(fe) | set(kp), key=lambda n: (n.split()[0], n)):
+            cell = lambda f: ("n/a" if f.get(name, (None,))[0] is None else
+                              (f"{f[name][0]:.3f}" if "kappa" in name else f"{f[name][0]:.1%}")
+                              + f" ({f[name][1]})")
+            print(f"| {' | '.join(key)} | {name} | {cell(fe)} | {cell(kp)} |")
+        for o in (by["fentry"], by["kprobe"]):
+            if o.get("known_misses"):
+                print(f"| {' | '.join(key)} | known misses ({o['balancer_attach']}) | "
+                      f"{'; '.join(o['known_misses'])} | |")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--table", nargs="+", metavar="JSON")
-    for a in ["kernel", "topology", "scenario", "console", "recording", "lbscope", "boot-s"]:
+    p.add_argument("--compare", nargs="+", metavar="JSON")
+    for a in ["kernel", "topology", "scenario", "console", "recording", "lbscope", "boot-s",
+              "balancer-attach"]:
         p.add_argument("--" + a)
     a = p.parse_args()
     if a.table:
         table(a.table)
+        return 0
+    if a.compare:
+        compare(a.compare)
         return 0
     out, ok = summarize(a)
     line = json.dumps(out)
