@@ -405,7 +405,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__record)
-            opts="-o -d -q -h --output --duration --quiet --cgroup --ringbuf-mb --ringbuf-kb --attach --ring --ring-mb --trigger --help"
+            opts="-o -d -q -h --output --duration --quiet --cgroup --ringbuf-mb --ringbuf-kb --attach --balancer-attach --ring --ring-mb --trigger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -441,6 +441,10 @@ _lbscope() {
                     ;;
                 --attach)
                     COMPREPLY=($(compgen -W "auto tp-btf raw-tp" -- "${cur}"))
+                    return 0
+                    ;;
+                --balancer-attach)
+                    COMPREPLY=($(compgen -W "auto fentry kprobe" -- "${cur}"))
                     return 0
                     ;;
                 --ring)
@@ -537,7 +541,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__report)
-            opts="-o -i -c -p -h --output --interval --count --json --synthetic --synthetic-events --synthetic-rate --validate --fold --pid --comm --cgroup --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
+            opts="-o -i -c -p -h --output --interval --count --json --synthetic --synthetic-events --synthetic-rate --validate --fold --pid --comm --cgroup --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --balancer-attach --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -643,6 +647,10 @@ _lbscope() {
                     COMPREPLY=($(compgen -W "auto tp-btf raw-tp" -- "${cur}"))
                     return 0
                     ;;
+                --balancer-attach)
+                    COMPREPLY=($(compgen -W "auto fentry kprobe" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -651,7 +659,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__serve)
-            opts="-i -p -h --listen --interval --fold --pid --comm --cgroup --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --process-latency --ring --ring-mb --trigger --dump-dir --max-dumps-per-hour --dump-dir-max-mb --dump-on-post --help"
+            opts="-i -p -h --listen --interval --fold --pid --comm --cgroup --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --balancer-attach --process-latency --ring --ring-mb --trigger --dump-dir --max-dumps-per-hour --dump-dir-max-mb --dump-on-post --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -733,6 +741,10 @@ _lbscope() {
                     COMPREPLY=($(compgen -W "auto tp-btf raw-tp" -- "${cur}"))
                     return 0
                     ;;
+                --balancer-attach)
+                    COMPREPLY=($(compgen -W "auto fentry kprobe" -- "${cur}"))
+                    return 0
+                    ;;
                 --process-latency)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -769,7 +781,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__top)
-            opts="-i -p -h --interval --demo --fold --pid --comm --cgroup --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --help"
+            opts="-i -p -h --interval --demo --fold --pid --comm --cgroup --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --ringbuf-mb --ringbuf-kb --attach --balancer-attach --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -845,6 +857,10 @@ _lbscope() {
                     ;;
                 --attach)
                     COMPREPLY=($(compgen -W "auto tp-btf raw-tp" -- "${cur}"))
+                    return 0
+                    ;;
+                --balancer-attach)
+                    COMPREPLY=($(compgen -W "auto fentry kprobe" -- "${cur}"))
                     return 0
                     ;;
                 *)

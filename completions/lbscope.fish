@@ -62,6 +62,9 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l ringbuf-kb -d
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l attach -d 'How to attach the tracepoint programs' -r -f -a "auto\t'tp_btf, and raw_tp if the kernel refuses tp_btf'
 tp-btf\t'BTF-typed tracepoints only'
 raw-tp\t'Raw tracepoints only'"
+complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l balancer-attach -d 'How to attach the balancer hooks, which record the kernel\'s own balancer decisions (struct lb_env): fentry/fexit, or kprobe/kretprobe on kernels without BPF trampolines; both give the same records. `auto` tries fentry, then kprobe, then runs from the tracepoints alone and says why; naming a kind fails (exit 1) when the kernel refuses it. `lbscope doctor` shows which kinds load here' -r -f -a "auto\t'fentry, then kprobe where the kernel refuses fentry or has no BPF trampolines, then none (tracepoints only), saying why'
+fentry\t'fentry/fexit only: fails when the kernel refuses them'
+kprobe\t'kprobe/kretprobe only: fails when the kernel refuses them'"
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l json -d 'One JSON object per interval, one per line'
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -l validate -d 'Validation mode: sets the kernel\'s own balancer decisions (struct lb_env, recorded only where fentry on the balancer loads: `lbscope doctor` says whether it does) against the model\'s, per domain level (balanced or not, migration type), and the stack-derived migration reasons against the kernel\'s idle type. Printed after the intervals (JSON: a last line `{"validation": {...}}`). Fails on a kernel or recording without them'
 complete -c lbscope -n "__fish_lbscope_using_subcommand report" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -85,6 +88,9 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l ringbuf-kb -d 'R
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l attach -d 'How to attach the tracepoint programs' -r -f -a "auto\t'tp_btf, and raw_tp if the kernel refuses tp_btf'
 tp-btf\t'BTF-typed tracepoints only'
 raw-tp\t'Raw tracepoints only'"
+complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l balancer-attach -d 'How to attach the balancer hooks, which record the kernel\'s own balancer decisions (struct lb_env): fentry/fexit, or kprobe/kretprobe on kernels without BPF trampolines; both give the same records. `auto` tries fentry, then kprobe, then runs from the tracepoints alone and says why; naming a kind fails (exit 1) when the kernel refuses it. `lbscope doctor` shows which kinds load here' -r -f -a "auto\t'fentry, then kprobe where the kernel refuses fentry or has no BPF trampolines, then none (tracepoints only), saying why'
+fentry\t'fentry/fexit only: fails when the kernel refuses them'
+kprobe\t'kprobe/kretprobe only: fails when the kernel refuses them'"
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -l demo -d 'Replay the small recording shipped with lbscope instead of the live kernel (no root needed)'
 complete -c lbscope -n "__fish_lbscope_using_subcommand top" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lbscope -n "__fish_lbscope_using_subcommand replay" -s i -l interval -d 'Interval length in seconds (`+`/`-` change it)' -r
@@ -109,6 +115,9 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand record" -l ringbuf-kb -d
 complete -c lbscope -n "__fish_lbscope_using_subcommand record" -l attach -d 'How to attach the tracepoint programs' -r -f -a "auto\t'tp_btf, and raw_tp if the kernel refuses tp_btf'
 tp-btf\t'BTF-typed tracepoints only'
 raw-tp\t'Raw tracepoints only'"
+complete -c lbscope -n "__fish_lbscope_using_subcommand record" -l balancer-attach -d 'How to attach the balancer hooks, which record the kernel\'s own balancer decisions (struct lb_env): fentry/fexit, or kprobe/kretprobe on kernels without BPF trampolines; both give the same records. `auto` tries fentry, then kprobe, then runs from the tracepoints alone and says why; naming a kind fails (exit 1) when the kernel refuses it. `lbscope doctor` shows which kinds load here' -r -f -a "auto\t'fentry, then kprobe where the kernel refuses fentry or has no BPF trampolines, then none (tracepoints only), saying why'
+fentry\t'fentry/fexit only: fails when the kernel refuses them'
+kprobe\t'kprobe/kretprobe only: fails when the kernel refuses them'"
 complete -c lbscope -n "__fish_lbscope_using_subcommand record" -l ring -d 'Keep the last SECS seconds of events in memory and write them as a recording when a trigger fires or SIGUSR1 arrives' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand record" -l ring-mb -d 'The ring\'s memory limit: whichever of --ring and this is reached first bounds it' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand record" -l trigger -d 'Dump when an interval meets this: a finding rate KIND>=N/s (KIND: missed_pull, busy_wakeup, harmful_migration, ping_pong, churn, uneven_spread, or findings for any) or a run-queue latency STAT>=DURATION (STAT: p50, p90, p99, p999, max; e.g. p99>=5ms). Repeatable; a trigger that fired rests for the ring\'s length' -r
@@ -135,6 +144,9 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l ringbuf-kb -d 
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l attach -d 'How to attach the tracepoint programs' -r -f -a "auto\t'tp_btf, and raw_tp if the kernel refuses tp_btf'
 tp-btf\t'BTF-typed tracepoints only'
 raw-tp\t'Raw tracepoints only'"
+complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l balancer-attach -d 'How to attach the balancer hooks, which record the kernel\'s own balancer decisions (struct lb_env): fentry/fexit, or kprobe/kretprobe on kernels without BPF trampolines; both give the same records. `auto` tries fentry, then kprobe, then runs from the tracepoints alone and says why; naming a kind fails (exit 1) when the kernel refuses it. `lbscope doctor` shows which kinds load here' -r -f -a "auto\t'fentry, then kprobe where the kernel refuses fentry or has no BPF trampolines, then none (tracepoints only), saying why'
+fentry\t'fentry/fexit only: fails when the kernel refuses them'
+kprobe\t'kprobe/kretprobe only: fails when the kernel refuses them'"
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l process-latency -d 'A run-queue latency histogram for the processes of this name (lbscope_process_runqlat_seconds{comm="NAME"}); repeatable, at most 32 names, so that label values stay bounded' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l ring -d 'Keep the last SECS seconds of events in memory and write them as a recording when a trigger fires or SIGUSR1 arrives' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l ring-mb -d 'The ring\'s memory limit: whichever of --ring and this is reached first bounds it' -r

@@ -143,6 +143,8 @@ fn doctor_reports_this_machine() {
         "lockdown",
         "tracepoint sched_migrate_task",
         "hook fentry/sched_balance_rq",
+        "hook kprobe/sched_balance_rq",
+        "balancer hooks",
         "topology",
         "mode",
     ] {

@@ -1,6 +1,7 @@
 //! The one integration test binary: command-line behaviour, and live tests that run the real
 //! BPF programs on this kernel and compare their figures with perf, bpftrace and runqlat.
 
+mod balancer_attach;
 mod cgroup;
 mod cli;
 mod common;
