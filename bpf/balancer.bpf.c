@@ -83,15 +83,32 @@ static __always_inline __u32 wire_idle(__u32 v)
 	return 1;
 }
 
+/* The task running the active-balance stopper on this CPU, set at its entry: a pass carries
+ * LBS_BAL_STOPPER only inside it, even where its exit went unseen (a kretprobe program is
+ * skipped while another BPF program runs on the CPU). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} stopper_task SEC(".maps");
+
 /* The origin bits of the pass running here, with LBS_BAL_ORIGIN_KNOWN when they can be told. */
 static __always_inline __u32 origin_flags(void)
 {
-	__u32 zero = 0, *o;
+	__u32 zero = 0, *o, bits;
+	__u64 *t;
 
 	if (!origin_on || !bpf_ksym_exists(&runqueues))
 		return 0;
 	o = bpf_map_lookup_elem(&origin, &zero);
-	return LBS_BAL_ORIGIN_KNOWN | (o ? *o : 0);
+	bits = o ? *o : 0;
+	if (bits & LBS_BAL_STOPPER) {
+		t = bpf_map_lookup_elem(&stopper_task, &zero);
+		if (!t || *t != bpf_get_current_task())
+			bits &= ~LBS_BAL_STOPPER;
+	}
+	return LBS_BAL_ORIGIN_KNOWN | bits;
 }
 
 /* When the busiest-group search running on this CPU started: the search reads every CPU's
@@ -211,12 +228,19 @@ int BPF_PROG(lb_detach, struct task_struct *p, struct lb_env *env)
 	return 0;
 }
 
+/* Sets or clears an origin bit. Bits are set only once every origin hook is attached
+ * (origin_on): an entry seen while its exit's program was still being attached would leave
+ * its bit set for good (under QEMU's emulation, attaching takes seconds). */
 static __always_inline void origin_set(__u32 bit, int on)
 {
 	__u32 zero = 0, *o = bpf_map_lookup_elem(&origin, &zero);
 
-	if (o)
-		*o = on ? (*o | bit) : (*o & ~bit);
+	if (!o)
+		return;
+	if (!on)
+		*o &= ~bit;
+	else if (origin_on)
+		*o |= bit;
 }
 
 /* The balancer softirq (run_rebalance_domains, sched_balance_softirq since 6.10). It first
@@ -261,7 +285,11 @@ static __always_inline void active_entry(void *data)
 {
 	struct rq *busiest = data;
 	struct lbs_balance *e;
+	__u32 zero = 0;
+	__u64 *t = bpf_map_lookup_elem(&stopper_task, &zero);
 
+	if (t)
+		*t = bpf_get_current_task();
 	origin_set(LBS_BAL_STOPPER, 1);
 	e = balance_record(bpf_ktime_get_ns());
 	if (!e)
@@ -294,7 +322,8 @@ int BPF_PROG(lb_active_exit)
  * CPU (it runs with interrupts or bottom halves off), but a kprobe program is skipped when
  * another runs on the CPU (or a map operation from user space holds bpf_prog_active), so an
  * entry or an exit can go missing: a missing exit leaves a frame that the check drops, a
- * missing entry leaves the exit without a frame, and its record is not sent (counted).
+ * missing entry leaves the exit without a frame, and its record is not sent (counted); a
+ * frame older than any search is dropped too.
  */
 #define FRAMES 4
 #define FRAME_SP_MAX 64
@@ -320,13 +349,18 @@ struct {
 
 /* Search exits with no frame of theirs (their entry was skipped), and entries beyond FRAMES. */
 __u64 unpaired = 0;
+/* Set by user space once every program is attached: a search entered before its exit's
+ * program was attached would leave a frame no exit takes. */
+__u32 attached = 0;
+/* A frame older than this belongs to no running search (one takes microseconds). */
+#define FRAME_MAX_AGE_NS 1000000000ULL
 
 static __always_inline void frame_push(__u64 env, __u64 sp)
 {
 	__u32 zero = 0, d;
 	struct search_frames *s = bpf_map_lookup_elem(&frames, &zero);
 
-	if (!s)
+	if (!s || !attached)
 		return;
 	d = s->depth;
 	if (d >= FRAMES) {
@@ -357,7 +391,8 @@ static __always_inline int frame_pop(__u64 sp, struct search_frame *out)
 		d -= 1;
 		f = &s->f[d & (FRAMES - 1)];
 		s->depth = d;
-		if (f->sp < sp && sp - f->sp <= FRAME_SP_MAX) {
+		if (f->sp < sp && sp - f->sp <= FRAME_SP_MAX &&
+		    bpf_ktime_get_ns() - f->ts < FRAME_MAX_AGE_NS) {
 			*out = *f;
 			return 1;
 		}

@@ -4,7 +4,7 @@
 //! or from the tracepoints alone with the refusals shown. On lockdown hosts both kinds are
 //! refused; the topology lab's guests take both (tests/lab/run --balancer-attach kprobe).
 
-use crate::common::{live_guard, lbscope};
+use crate::common::{lbscope, live_guard};
 use serde_json::Value;
 
 fn run(args: &[&str]) -> (i32, String, String) {
@@ -36,7 +36,10 @@ fn kind_state(checks: &[Value], kind: &str) -> (bool, Option<String>) {
                 .is_some_and(|i| i.starts_with(&format!("hook {kind}/")))
         })
         .collect();
-    assert!(!hooks.is_empty(), "doctor lists the {kind} hooks: {checks:?}");
+    assert!(
+        !hooks.is_empty(),
+        "doctor lists the {kind} hooks: {checks:?}"
+    );
     let loads = hooks.iter().any(|c| c["detail"] == "loads");
     let refused = hooks
         .iter()
@@ -91,7 +94,10 @@ fn balancer_attach_follows_what_the_kernel_allows() {
     assert!(out.lines().any(|l| l.starts_with('{')), "a snapshot: {out}");
     if fentry_loads || kprobe_loads {
         let kind = if fentry_loads { "fentry" } else { "kprobe" };
-        assert!(err.contains(&format!("balancer hooks by {kind} on ")), "{err}");
+        assert!(
+            err.contains(&format!("balancer hooks by {kind} on ")),
+            "{err}"
+        );
         assert!(mode.contains(&format!("by {kind}")), "doctor mode: {mode}");
     } else {
         let want = format!(
@@ -100,7 +106,10 @@ fn balancer_attach_follows_what_the_kernel_allows() {
             kprobe_refused.unwrap()
         );
         assert!(err.contains(&want), "'{want}' in: {err}");
-        assert!(mode.starts_with("tracepoints only (fentry: "), "doctor mode: {mode}");
+        assert!(
+            mode.starts_with("tracepoints only (fentry: "),
+            "doctor mode: {mode}"
+        );
         assert!(
             detail(&checks, "balancer hooks").starts_with("none (--balancer-attach auto: "),
             "{checks:?}"
@@ -108,7 +117,10 @@ fn balancer_attach_follows_what_the_kernel_allows() {
         // Without the kernel's decisions, --validate says so instead of running.
         let (code, _, err) = run(&["report", "-c", "1", "--validate"]);
         assert_eq!(code, 1, "{err}");
-        assert!(err.contains("from fentry or kprobes on the balancer"), "{err}");
+        assert!(
+            err.contains("from fentry or kprobes on the balancer"),
+            "{err}"
+        );
     }
 }
 

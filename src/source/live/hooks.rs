@@ -257,8 +257,9 @@ pub fn load_streams<'o>(
         }
     }
     skel.attach().map_err(|e| refusal(kind, &e))?;
-    if origin_on {
-        if let Some(bss) = skel.maps.bss_data.as_deref_mut() {
+    if let Some(bss) = skel.maps.bss_data.as_deref_mut() {
+        bss.attached = 1;
+        if origin_on {
             bss.origin_on = 1;
         }
     }
