@@ -343,46 +343,42 @@ def table(files):
         print("| " + " | ".join(row) + " |")
 
 
-def figures(o):
-    """The agreement figures of one run, by name, each as (value, count) for the comparison."""
-    f = {}
-    for r, c in sorted(o.get("reason_by_hook", {}).items()):
-        f[f"reason {r}"] = (c["agreement"], c["pairs"])
-    f["reason, constant answer"] = (o.get("reason_constant_agreement"), o.get("reason_matched"))
-    for name, l in sorted(o.get("model_per_level", {}).items()):
-        f[f"{name} kappa"] = (l["kappa"], l["searches"])
-        f[f"{name} recall"] = (l["recall"], l["kernel_imbalanced"])
-        f[f"{name} precision"] = (l["precision"], l["model_imbalanced"])
-        f[f"{name} constant agreement"] = (l["constant_agreement"], l["searches"])
+def compare_row(o):
+    """One run's agreement figures for the side-by-side table, each with its count."""
+    rb = o.get("reason_by_hook", {})
+    pairs = sum(c["pairs"] for c in rb.values())
+    agree = sum(round(c["agreement"] * c["pairs"]) for c in rb.values())
+    reason = (f"{agree / pairs:.1%} of {pairs}" if pairs else "n/a") + \
+        f"; {pct(o.get('reason_constant_agreement'))}"
+    levels = sorted(o.get("model_per_level", {}).items())
+    kappa = ", ".join(f"{k} {'n/a' if l['kappa'] is None else format(l['kappa'], '.3f')} "
+                      f"({l['searches']}; {pct(l['constant_agreement'])})" for k, l in levels)
+    rp = ", ".join(f"{k} {pct(l['recall'])} of {l['kernel_imbalanced']} / "
+                   f"{pct(l['precision'])} of {l['model_imbalanced']}" for k, l in levels)
     tot = o.get("model_total") or {}
-    for t, c in sorted(tot.get("types", {}).items()):
-        f[f"type {t}"] = (c["agreement"], c["pairs"])
-    f["type, constant answer"] = (tot.get("type_constant_agreement"), o.get("model_both_unbalanced"))
-    return f
+    tp = sum(c["pairs"] for c in tot.get("types", {}).values())
+    ta = sum(round(c["agreement"] * c["pairs"]) for c in tot.get("types", {}).values())
+    types = (f"{ta / tp:.1%} of {tp}" if tp else "n/a") + \
+        f"; {pct(tot.get('type_constant_agreement'))}"
+    return [o.get("balancer_attach", "fentry"), reason, kappa, rp, types,
+            "; ".join(o.get("known_misses", [])) or "none"]
 
 
 def compare(files):
-    """fentry and kprobe runs of the same kernel, topology and scenario, side by side."""
+    """fentry and kprobe runs of the same kernel, topology and scenario, one row each."""
     runs = {}
     for fn in files:
         o = json.load(open(fn))
         runs.setdefault((o["kernel"], o["topology"], o["scenario"]), {})[
             o.get("balancer_attach", "fentry")] = o
-    print("| kernel | topology | scenario | figure | fentry (count) | kprobe (count) |")
-    print("|---|---|---|---|---|---|")
-    for key, by in sorted(runs.items()):
-        if "fentry" not in by or "kprobe" not in by:
-            continue
-        fe, kp = figures(by["fentry"]), figures(by["kprobe"])
-        for name in sorted(set(fe) | set(kp), key=lambda n: (n.split()[0], n)):
-            cell = lambda f: ("n/a" if f.get(name, (None,))[0] is None else
-                              (f"{f[name][0]:.3f}" if "kappa" in name else f"{f[name][0]:.1%}")
-                              + f" ({f[name][1]})")
-            print(f"| {' | '.join(key)} | {name} | {cell(fe)} | {cell(kp)} |")
-        for o in (by["fentry"], by["kprobe"]):
-            if o.get("known_misses"):
-                print(f"| {' | '.join(key)} | known misses ({o['balancer_attach']}) | "
-                      f"{'; '.join(o['known_misses'])} | |")
+    print("| kernel | topology | scenario | hooks | reason agreement (pairs; constant) | "
+          "balanced / not: kappa per level (searches; constant agreement) | recall / precision "
+          "per level | migration type (pairs; constant) | known misses |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for key, by in sorted(runs.items(), key=lambda kv: (kv[0][0] != "6.1", kv[0])):
+        for kind in ("fentry", "kprobe"):
+            if kind in by:
+                print("| " + " | ".join(list(key) + compare_row(by[kind])) + " |")
 
 
 def main():

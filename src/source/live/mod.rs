@@ -536,6 +536,9 @@ fn drain(
             break;
         }
     }
+    if let Some(w) = bskel.and_then(|b| balancer_losses(b)) {
+        send(tx, SourceMsg::Warning(w), stop);
+    }
     let malformed = decoder.borrow().malformed;
     if malformed > 0 {
         send(
@@ -547,6 +550,20 @@ fn drain(
         );
     }
     send(tx, SourceMsg::End, stop);
+}
+
+/// What the balancer hooks could not send: records the full ring buffer refused, and (kprobe
+/// mode) search exits without their entry's frame (a kprobe program skipped while another
+/// BPF program ran on the CPU). `None` when nothing was lost.
+fn balancer_losses(b: &hooks::BalancerSkelRef<'_>) -> Option<String> {
+    let bss = b.maps.bss_data.as_deref()?;
+    let (lost, unpaired) = (bss.lost, bss.unpaired);
+    (lost > 0 || unpaired > 0).then(|| {
+        format!(
+            "balancer hooks: {lost} records lost (ring buffer full), {unpaired} kprobe search \
+             exits or entries without their pair (not sent): --validate judges the rest"
+        )
+    })
 }
 
 /// Collector states: running; stopping with everything delivered; stopping now.
