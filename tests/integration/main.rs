@@ -10,5 +10,6 @@ mod live;
 mod model;
 mod outputs;
 mod record;
+mod runqueue;
 mod serve;
 mod tui;
