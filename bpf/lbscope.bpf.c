@@ -331,8 +331,17 @@ static __always_inline __u64 mask_hash_of(const bool btf, struct task_struct *p,
 {
 	/* Through a probe read in both modes: the words are then read at a variable offset,
 	 * which a typed pointer does not allow. */
-	const struct cpumask *m = BPF_CORE_READ(p, cpus_ptr);
+	const struct cpumask *m;
 	__u64 h = 1469598103934665603ULL;
+
+	/* Up to 64 CPUs (one word), a typed pointer reads it with plain loads: this runs at
+	 * every wakeup. */
+	if (btf && mask_words == 1 && !words) {
+		__u64 w = p->cpus_ptr->bits[0];
+
+		return (h ^ w) * 1099511628211ULL;
+	}
+	m = BPF_CORE_READ(p, cpus_ptr);
 
 	for (int i = 0; i < LBS_MASK_WORDS; i++) {
 		__u64 w = 0;
