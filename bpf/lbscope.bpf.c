@@ -59,6 +59,7 @@ enum lbs_kind _lbs_kind = 0;
 enum lbs_migrate_flags _lbs_migrate_flags = 0;
 enum lbs_numa_op _lbs_numa_op = 0;
 enum lbs_balance_origin _lbs_balance_origin = 0;
+enum lbs_carry_flags _lbs_carry_flags = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -93,13 +94,17 @@ struct {
 	__type(value, struct known_task);
 } known SEC(".maps");
 
-/* Per-CPU context: inside SCHED_SOFTIRQ, the pid the last switch on this CPU left, and the
- * records this CPU submitted (for submit()'s fill checks). */
+/* Per-CPU context: inside SCHED_SOFTIRQ, the pid the last switch on this CPU left, the
+ * records this CPU submitted (for submit()'s fill checks), and (streaming mode) the
+ * nr_running change this CPU made last and has not sent yet (see h_nr_running). */
 struct cpu_ctx {
 	__u32 in_sched_softirq;
 	__u32 last_prev_pid;
 	__u32 submits;
-	__u32 pad;
+	__u32 nr_pending;
+	__u64 nr_ts;
+	__u32 nr_rq_cpu;
+	__u32 nr_value;
 };
 
 struct {
@@ -213,7 +218,7 @@ static __always_inline void count_lost(void)
  * Handlers read the clock first thing (ts), so the interval between two events does not
  * depend on how much work each handler did before reserving its record.
  */
-static __always_inline void *reserve(__u64 size, __u16 kind, __u64 ts)
+static __always_inline void *reserve_raw(__u64 size, __u16 kind, __u64 ts)
 {
 	struct lbs_hdr *h = bpf_ringbuf_reserve(&events, size, 0);
 
@@ -226,6 +231,59 @@ static __always_inline void *reserve(__u64 size, __u16 kind, __u64 ts)
 	h->flags = 0;
 	h->cpu = bpf_get_smp_processor_id();
 	return h;
+}
+
+static __always_inline void submit(void *rec);
+
+/*
+ * Sends the nr_running change this CPU holds back, if any, as a record of its own with its
+ * own time: before any other record of this CPU, so that user space sees this CPU's events
+ * in the order they happened.
+ */
+static __always_inline void flush_nr(struct cpu_ctx *c)
+{
+	struct lbs_rq *e;
+
+	if (!c || !c->nr_pending)
+		return;
+	c->nr_pending = 0;
+	e = reserve_raw(sizeof(*e), LBS_NR_RUNNING, c->nr_ts);
+	if (!e)
+		return;
+	e->rq_cpu = c->nr_rq_cpu;
+	e->v0 = c->nr_value;
+	e->v1 = 0;
+	e->v2 = 0;
+	submit(e);
+}
+
+static __always_inline struct cpu_ctx *this_ctx(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&cpuctx, &zero);
+}
+
+static __always_inline void *reserve(__u64 size, __u16 kind, __u64 ts)
+{
+	flush_nr(this_ctx());
+	return reserve_raw(size, kind, ts);
+}
+
+/*
+ * Takes the held-back nr_running change for a record about to carry it: one of `rq_cpu`'s
+ * (where the switch runs, or the woken task's CPU). Returns false, leaving it to reserve()
+ * to send apart, for another rq's.
+ */
+static __always_inline bool take_nr(struct cpu_ctx *c, __u32 rq_cpu, __u64 ts, __u32 *nr,
+				    __u32 *ago)
+{
+	if (!c || !c->nr_pending || c->nr_rq_cpu != rq_cpu)
+		return false;
+	c->nr_pending = 0;
+	*nr = c->nr_value;
+	*ago = ts > c->nr_ts ? (__u32)(ts - c->nr_ts) : 0;
+	return true;
 }
 
 /* Records a CPU submits between two looks at the buffer's fill level. */
@@ -273,8 +331,17 @@ static __always_inline __u64 mask_hash_of(const bool btf, struct task_struct *p,
 {
 	/* Through a probe read in both modes: the words are then read at a variable offset,
 	 * which a typed pointer does not allow. */
-	const struct cpumask *m = BPF_CORE_READ(p, cpus_ptr);
+	const struct cpumask *m;
 	__u64 h = 1469598103934665603ULL;
+
+	/* Up to 64 CPUs (one word), a typed pointer reads it with plain loads: this runs at
+	 * every wakeup. */
+	if (btf && mask_words == 1 && !words) {
+		__u64 w = p->cpus_ptr->bits[0];
+
+		return (h ^ w) * 1099511628211ULL;
+	}
+	m = BPF_CORE_READ(p, cpus_ptr);
 
 	for (int i = 0; i < LBS_MASK_WORDS; i++) {
 		__u64 w = 0;
@@ -582,9 +649,10 @@ static __always_inline bool fold_switch(const bool btf, __u64 ts, struct task_st
 static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct task_struct *prev = (void *)ctx[1], *next = (void *)ctx[2];
-	__u32 prev_pid, next_pid, zero = 0;
+	__u32 prev_pid, next_pid, zero = 0, nr = 0, ago = 0;
 	struct lbs_switch *e;
 	struct cpu_ctx *c;
+	bool carry;
 	long state;
 
 	/* runqlat's definition: prev stays queued iff its state is TASK_RUNNING now. */
@@ -599,12 +667,18 @@ static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 		c->last_prev_pid = prev_pid;
 	if (fold && !fold_switch(btf, ts, prev, next, prev_pid, next_pid, state))
 		return 0;
+	/* prev's dequeue, when it sleeps, changed this rq's nr_running just before. */
+	carry = take_nr(c, bpf_get_smp_processor_id(), ts, &nr, &ago);
 	e = reserve(sizeof(*e), LBS_SWITCH, ts);
 	if (!e)
 		return 0;
 	e->prev_pid = prev_pid;
 	e->next_pid = next_pid;
 	e->prev_state = (__u32)state;
+	e->h.flags = carry ? LBS_CARRIES_NR : 0;
+	e->nr_running = nr;
+	e->nr_ago_ns = ago;
+	e->pad = 0;
 	submit(e);
 	return 0;
 }
@@ -612,13 +686,23 @@ static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 static __always_inline int emit_wake(const bool btf, __u64 ts, struct task_struct *p, __u16 kind,
 				     __u32 a)
 {
-	struct lbs_wake *e = reserve(sizeof(*e), kind, ts);
+	__u32 nr = 0, ago = 0;
+	struct lbs_wake *e;
+	bool carry;
 
+	/* A wakeup's enqueue changed the target rq's nr_running just before (not a waking's,
+	 * which comes before the placement). */
+	carry = kind != LBS_WAKING && take_nr(this_ctx(), a, ts, &nr, &ago);
+	e = reserve(sizeof(*e), kind, ts);
 	if (!e)
 		return 0;
 	e->pid = RD(btf, p, pid);
 	e->tgid = RD(btf, p, tgid);
 	e->a = a;
+	e->h.flags = carry ? LBS_CARRIES_NR : 0;
+	e->nr_running = nr;
+	e->nr_ago_ns = ago;
+	e->pad = 0;
 	submit(e);
 	return 0;
 }
@@ -675,7 +759,15 @@ static __always_inline int h_migrate(const bool btf, __u64 ts, __u64 *ctx)
 	e->pid = RD(btf, p, pid);
 	e->src_cpu = src;
 	e->dst_cpu = dst;
-	e->stack_id = bpf_get_stackid(ctx, &stacks, 0);
+	/* A task in TASK_WAKING is being placed by try_to_wake_up: the state alone says so
+	 * (the kernel's own test in migrate_task_rq_fair), and a wakeup's stack walk is most
+	 * of what migrations cost. Every other move is named by its stack. */
+	if (task_state_of(btf, p) == TASK_WAKING) {
+		flags |= LBS_MF_WAKING | LBS_MF_NO_STACK;
+		e->stack_id = -1;
+	} else {
+		e->stack_id = bpf_get_stackid(ctx, &stacks, 0);
+	}
 	e->policy = RD(btf, p, policy);
 	if (BPF_CORE_READ_BITFIELD_PROBED(p, in_execve))
 		flags |= LBS_MF_IN_EXECVE;
@@ -687,8 +779,6 @@ static __always_inline int h_migrate(const bool btf, __u64 ts, __u64 *ctx)
 	}
 	if (BPF_CORE_READ(cur, pid) == 0)
 		flags |= LBS_MF_CURRENT_IDLE;
-	if (task_state_of(btf, p) == TASK_WAKING)
-		flags |= LBS_MF_WAKING;
 	c = bpf_map_lookup_elem(&cpuctx, &zero);
 	if (c && c->in_sched_softirq)
 		flags |= LBS_MF_SCHED_SOFTIRQ;
@@ -709,7 +799,21 @@ static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
 	__u32 nr = RD(btf, rq, nr_running), cpu;
 	struct rq_state *st;
 
-	if (fold) {
+	if (!fold) {
+		/* Held back for the switch or wakeup that follows on this CPU, which carries it
+		 * (saving a record); any other record of this CPU sends it apart first. */
+		struct cpu_ctx *c = this_ctx();
+
+		if (!c)
+			return emit_rq(btf, ts, rq, LBS_NR_RUNNING, nr, 0, 0);
+		flush_nr(c);
+		c->nr_ts = ts;
+		c->nr_rq_cpu = RD(btf, rq, cpu);
+		c->nr_value = nr;
+		c->nr_pending = 1;
+		return 0;
+	}
+	{
 		/* Exact at 0/1/2 crossings (what idle-while-others-wait needs); larger values
 		 * are sampled: sent at most every nr_sample_ns, a pending one at a later switch. */
 		cpu = RD(btf, rq, cpu);
@@ -723,7 +827,6 @@ static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
 		send_nr(ts, cpu, st, nr);
 		return 0;
 	}
-	return emit_rq(btf, ts, rq, LBS_NR_RUNNING, nr, 0, 0);
 }
 
 /* cfs_rq->avg.util_est before 6.9: a struct whose first member is `enqueued`. */
@@ -755,10 +858,16 @@ static __always_inline int h_pelt_cfs(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct cfs_rq *cfs = (void *)ctx[0];
 	struct rq *rq = RD(btf, cfs, rq);
+	struct cpu_ctx *c;
 	struct rq_state *st;
 	__u64 now, load, runnable;
 	__u32 cpu;
 
+	/* A held-back nr_running change goes out at the latest with this CPU's next PELT
+	 * update a period later (a CPU ticks), when no switch or wakeup carried it. */
+	c = this_ctx();
+	if (c && c->nr_pending && ts - c->nr_ts > pelt_interval_ns)
+		flush_nr(c);
 	/* Only the root cfs_rq of each CPU: &rq->cfs. */
 	if ((void *)cfs != (void *)rq + bpf_core_field_offset(struct rq, cfs))
 		return 0;

@@ -39,6 +39,15 @@ enum lbs_migrate_flags {
 	LBS_MF_IN_EXECVE = 8,	  /* p->in_execve */
 	LBS_MF_CURRENT_IDLE = 16, /* current is the idle task */
 	LBS_MF_WAKING = 32,	  /* the task is TASK_WAKING: a wakeup places it */
+	LBS_MF_NO_STACK = 64,	  /* no stack taken: LBS_MF_WAKING names the reason */
+};
+
+/* lbs_switch.h.flags, lbs_wake.h.flags */
+enum lbs_carry_flags {
+	/* The record carries the nr_running change that this CPU made just before it, on
+	 * this CPU's rq (switch) or on the woken task's rq (wakeup): nr_running, nr_ago_ns
+	 * before the record's ts. */
+	LBS_CARRIES_NR = 1,
 };
 
 /* lbs_numa.op */
@@ -60,6 +69,8 @@ struct lbs_switch {
 	__u32 prev_pid;
 	__u32 next_pid;
 	__u32 prev_state;
+	__u32 nr_running; /* with LBS_CARRIES_NR */
+	__u32 nr_ago_ns;
 	__u32 pad;
 };
 
@@ -69,6 +80,8 @@ struct lbs_wake {
 	__u32 pid;
 	__u32 tgid;
 	__u32 a;
+	__u32 nr_running; /* with LBS_CARRIES_NR */
+	__u32 nr_ago_ns;
 	__u32 pad;
 };
 

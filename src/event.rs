@@ -102,6 +102,9 @@ pub enum ReasonSource {
     /// The stack could not be taken (stack map full or a collision); inferred from the
     /// executing context (softirq, stopper thread, which CPU ran the code).
     Context,
+    /// The task was in `TASK_WAKING`: `try_to_wake_up` places it, the state the kernel
+    /// itself tests for a wakeup's move (`migrate_task_rq_fair`). Exact; no stack is taken.
+    TaskState,
 }
 
 /// Facts about the executing context of a migration, taken in BPF, used when the stack is

@@ -44,7 +44,7 @@
 //!    2 Waking          pid prev_cpu
 //!    3 Wakeup          pid target_cpu
 //!    4 WakeupNew       pid tgid target_cpu
-//!    5 Migrate         pid src_cpu dst_cpu reason:u8 source:u8 (0 stack, 1 context)
+//!    5 Migrate         pid src_cpu dst_cpu reason:u8 source:u8 (0 stack, 1 context, 2 task state)
 //!                      stack_id:varint (0 = none, else id+1) ctx_flags:u8 policy
 //!                      ctx_flags: bit0 in_stopper, 1 in_hardirq, 2 in_sched_softirq,
 //!                                 3 in_execve, 4 current_idle, 5 waking (TASK_WAKING)

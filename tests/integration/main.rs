@@ -11,5 +11,6 @@ mod live;
 mod model;
 mod outputs;
 mod record;
+mod runqueue;
 mod serve;
 mod tui;

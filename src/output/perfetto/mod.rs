@@ -159,6 +159,7 @@ impl<W: Write> PerfettoWriter<W> {
                 let source = match source {
                     ReasonSource::Stack => "stack",
                     ReasonSource::Context => "context",
+                    ReasonSource::TaskState => "task_state",
                 };
                 let m = (*pid, *src_cpu, *dst_cpu);
                 self.migration(ts, m, *reason, source, *stack_id);

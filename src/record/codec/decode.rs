@@ -124,6 +124,7 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
             let source = match c.byte()? {
                 0 => ReasonSource::Stack,
                 1 => ReasonSource::Context,
+                2 => ReasonSource::TaskState,
                 b => return bad(format!("unknown reason source {b}")),
             };
             let stack_id = match c.varint()? {

@@ -76,6 +76,7 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
             out.push(match source {
                 ReasonSource::Stack => 0,
                 ReasonSource::Context => 1,
+                ReasonSource::TaskState => 2,
             });
             put_varint(out, stack_id.map_or(0, |id| u64::from(id) + 1));
             out.push(ctx_flags(ctx));

@@ -201,11 +201,11 @@ fn edge_events() -> Vec<Event> {
             src_cpu: m,
             dst_cpu: i as u32,
             reason: *reason,
-            source: if i % 2 == 0 {
-                ReasonSource::Stack
-            } else {
-                ReasonSource::Context
-            },
+            source: [
+                ReasonSource::Stack,
+                ReasonSource::Context,
+                ReasonSource::TaskState,
+            ][i % 3],
             stack_id: match i % 3 {
                 0 => None,
                 1 => Some(m),

@@ -7,6 +7,7 @@ use super::skel::types as t;
 use crate::cpuset::CpuSet;
 use crate::event::{
     Balance, BalanceOrigin, CpuIdleType, Event, EventKind, MigrateContext, MigrationType, NumaOp,
+    Reason, ReasonSource,
 };
 use crate::reason::{classify_frames, Resolver, StackClass};
 use std::collections::HashMap;
@@ -67,10 +68,13 @@ impl Decoder {
         };
         let (ts_ns, cpu) = (h.ts, h.cpu);
         let kind = match t::lbs_kind(u32::from(h.kind)) {
-            t::lbs_kind::LBS_SWITCH => read::<t::lbs_switch>(data).map(|r| EventKind::Switch {
-                prev_pid: r.prev_pid,
-                prev_state: r.prev_state,
-                next_pid: r.next_pid,
+            t::lbs_kind::LBS_SWITCH => read::<t::lbs_switch>(data).map(|r| {
+                carried_nr(h, cpu, r.nr_running, r.nr_ago_ns, out);
+                EventKind::Switch {
+                    prev_pid: r.prev_pid,
+                    prev_state: r.prev_state,
+                    next_pid: r.next_pid,
+                }
             }),
             t::lbs_kind::LBS_WAKING => read::<t::lbs_wake>(data).map(|r| {
                 self.resolver.note_waking(cpu, r.pid);
@@ -79,17 +83,21 @@ impl Decoder {
                     prev_cpu: r.a,
                 }
             }),
-            t::lbs_kind::LBS_WAKEUP => read::<t::lbs_wake>(data).map(|r| EventKind::Wakeup {
-                pid: r.pid,
-                target_cpu: r.a,
+            t::lbs_kind::LBS_WAKEUP => read::<t::lbs_wake>(data).map(|r| {
+                carried_nr(h, r.a, r.nr_running, r.nr_ago_ns, out);
+                EventKind::Wakeup {
+                    pid: r.pid,
+                    target_cpu: r.a,
+                }
             }),
-            t::lbs_kind::LBS_WAKEUP_NEW => {
-                read::<t::lbs_wake>(data).map(|r| EventKind::WakeupNew {
+            t::lbs_kind::LBS_WAKEUP_NEW => read::<t::lbs_wake>(data).map(|r| {
+                carried_nr(h, r.a, r.nr_running, r.nr_ago_ns, out);
+                EventKind::WakeupNew {
                     pid: r.pid,
                     tgid: r.tgid,
                     target_cpu: r.a,
-                })
-            }
+                }
+            }),
             t::lbs_kind::LBS_MIGRATE => match read::<t::lbs_migrate>(data) {
                 Some(r) => {
                     self.migrate(ts_ns, cpu, &r, stack, out);
@@ -223,7 +231,9 @@ impl Decoder {
             waking: r.flags & F::LBS_MF_WAKING.0 != 0,
             policy: r.policy,
         };
-        let class = if r.stack_id >= 0 {
+        // A waking task's move is a wakeup by its state; no stack was taken.
+        let by_state = r.flags & F::LBS_MF_NO_STACK.0 != 0 && ctx.waking;
+        let class = if r.stack_id >= 0 && !by_state {
             let id = r.stack_id as u32;
             match self.stacks.get(&id) {
                 Some(c) => Some(*c),
@@ -253,16 +263,17 @@ impl Decoder {
             None
         };
         let (reason, source, stack_id) = match class {
+            _ if by_state => (Reason::Wakeup, ReasonSource::TaskState, None),
             Some(c) => (
                 self.resolver
                     .resolve(c, ts_ns, r.pid, r.src_cpu, r.dst_cpu, &ctx),
-                crate::event::ReasonSource::Stack,
+                ReasonSource::Stack,
                 Some(r.stack_id as u32),
             ),
             None => (
                 self.resolver
                     .resolve_context(ts_ns, cpu, r.pid, r.src_cpu, r.dst_cpu, &ctx),
-                crate::event::ReasonSource::Context,
+                ReasonSource::Context,
                 None,
             ),
         };
@@ -280,6 +291,24 @@ impl Decoder {
             },
         });
     }
+}
+
+/// The `NrRunning` a switch or wakeup record carries (`LBS_CARRIES_NR`): the change of
+/// `rq_cpu`'s count that the same CPU made `ago_ns` before the record, sent with it instead
+/// of in a record of its own. It comes out as the event it stands for, just before the
+/// carrier's.
+fn carried_nr(h: t::lbs_hdr, rq_cpu: u32, nr: u32, ago_ns: u32, out: &mut Vec<Event>) {
+    if h.flags & t::lbs_carry_flags::LBS_CARRIES_NR.0 as u16 == 0 {
+        return;
+    }
+    out.push(Event {
+        ts_ns: h.ts.saturating_sub(u64::from(ago_ns)),
+        cpu: h.cpu,
+        kind: EventKind::NrRunning {
+            rq_cpu,
+            nr_running: nr,
+        },
+    });
 }
 
 /// The origin bits of an `lbs_balance` header (bpf/lbscope.h `enum lbs_balance_origin`).
@@ -300,7 +329,6 @@ fn balance_origin(flags: u16) -> Option<BalanceOrigin> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Reason;
 
     fn bytes<T: Copy>(v: &T) -> Vec<u8> {
         let p = (v as *const T).cast::<u8>();
@@ -326,6 +354,8 @@ mod tests {
             prev_pid: 10,
             next_pid: 0,
             prev_state: 1,
+            nr_running: 0,
+            nr_ago_ns: 0,
             pad: 0,
         };
         let b = bytes(&rec);
@@ -401,9 +431,104 @@ mod tests {
             out[0].kind,
             EventKind::Migrate {
                 reason: Reason::PeriodicBalance,
-                source: crate::event::ReasonSource::Context,
+                source: ReasonSource::Context,
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn carried_nr_running_comes_out_first_at_its_own_time() {
+        let mut d = Decoder::new(Kallsyms::default());
+        let mut out = vec![];
+        let carry = t::lbs_carry_flags::LBS_CARRIES_NR.0 as u16;
+        let mut sw = t::lbs_switch {
+            h: hdr(t::lbs_kind::LBS_SWITCH, 1),
+            prev_pid: 10,
+            next_pid: 0,
+            prev_state: 1,
+            nr_running: 0,
+            nr_ago_ns: 250,
+            pad: 0,
+        };
+        sw.h.flags = carry;
+        // A wakeup run on CPU 1 that enqueued on CPU 0: the count is CPU 0's.
+        let mut wk = t::lbs_wake {
+            h: hdr(t::lbs_kind::LBS_WAKEUP, 1),
+            pid: 7,
+            tgid: 7,
+            a: 0,
+            nr_running: 3,
+            nr_ago_ns: 40,
+            pad: 0,
+        };
+        wk.h.flags = carry;
+        d.decode(&bytes(&sw), &|_| None, &mut out);
+        d.decode(&bytes(&wk), &|_| None, &mut out);
+        // Without the flag the fields mean nothing.
+        wk.h.flags = 0;
+        d.decode(&bytes(&wk), &|_| None, &mut out);
+        let got: Vec<(u64, u32, &EventKind)> =
+            out.iter().map(|e| (e.ts_ns, e.cpu, &e.kind)).collect();
+        let nr = |rq_cpu, nr_running| EventKind::NrRunning { rq_cpu, nr_running };
+        let wakeup = EventKind::Wakeup {
+            pid: 7,
+            target_cpu: 0,
+        };
+        let switch = EventKind::Switch {
+            prev_pid: 10,
+            prev_state: 1,
+            next_pid: 0,
+        };
+        assert_eq!(
+            got,
+            vec![
+                (750, 1, &nr(1, 0)),
+                (1000, 1, &switch),
+                (960, 1, &nr(0, 3)),
+                (1000, 1, &wakeup),
+                (1000, 1, &wakeup),
+            ]
+        );
+    }
+
+    #[test]
+    fn waking_migrate_without_stack_is_a_wakeup_by_task_state() {
+        let mut d = Decoder::new(Kallsyms::default());
+        let mut out = vec![];
+        let f = |x: t::lbs_migrate_flags| x.0;
+        let mut rec = t::lbs_migrate {
+            h: hdr(t::lbs_kind::LBS_MIGRATE, 1),
+            pid: 7,
+            src_cpu: 0,
+            dst_cpu: 1,
+            stack_id: -1,
+            flags: f(t::lbs_migrate_flags::LBS_MF_WAKING)
+                | f(t::lbs_migrate_flags::LBS_MF_NO_STACK),
+            policy: 0,
+        };
+        d.decode(&bytes(&rec), &|_| panic!("no stack to fetch"), &mut out);
+        // No stack taken and no waking state: nothing but the context to go by.
+        rec.flags = f(t::lbs_migrate_flags::LBS_MF_NO_STACK);
+        d.decode(&bytes(&rec), &|_| panic!("no stack to fetch"), &mut out);
+        let got: Vec<_> = out
+            .iter()
+            .map(|e| match e.kind {
+                EventKind::Migrate {
+                    reason,
+                    source,
+                    stack_id,
+                    ..
+                } => (reason, source, stack_id),
+                ref k => panic!("{k:?}"),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Reason::Wakeup, ReasonSource::TaskState, None),
+                (Reason::NewidleBalance, ReasonSource::Context, None),
+            ]
+        );
     }
 }
