@@ -39,9 +39,9 @@ mod migrations;
 mod per_task;
 mod snapshot;
 mod task;
-pub mod timeline;
 #[cfg(test)]
 pub(crate) mod tests;
+pub mod timeline;
 
 pub use cgroups::TOP_CGROUPS;
 pub use filter::{AnalyzerConfig, Filter};

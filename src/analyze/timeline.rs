@@ -178,6 +178,8 @@ pub struct Timeline {
     marks_capped: bool,
     /// The recording has balancer decisions (one was seen).
     balance_seen: bool,
+    /// Changes before this time were dropped (window or budget).
+    trimmed_to: u64,
 }
 
 impl Timeline {
@@ -193,6 +195,7 @@ impl Timeline {
             now_ns: 0,
             marks_capped: false,
             balance_seen: false,
+            trimmed_to: 0,
         }
     }
 
@@ -223,15 +226,15 @@ impl Timeline {
         self.balance_seen
     }
 
-    /// The earliest time every CPU's state is kept from (older changes went for the window
-    /// or the budget); `None` before any change.
+    /// The earliest time kept: the first change held, or later where older changes went
+    /// for the window or the budget; `None` before any change.
     pub fn kept_from(&self) -> Option<u64> {
-        let lane_from = self
+        let first = self
             .lanes
             .iter()
             .filter_map(|l| l.changes.front().map(|c| c.t_ns))
-            .max()?;
-        Some(lane_from.max(self.clip.0))
+            .min()?;
+        Some(first.max(self.trimmed_to).max(self.clip.0))
     }
 
     /// Changes and marks held (memory accounting, tests).
@@ -259,14 +262,20 @@ impl Timeline {
             EventKind::Switch { .. } => self.update(ev.cpu, t, a),
             EventKind::Wakeup { target_cpu, .. } | EventKind::WakeupNew { target_cpu, .. } => {
                 self.update(*target_cpu, t, a);
-                if let EventKind::WakeupNew { target_cpu, pid, .. } = &ev.kind {
+                if let EventKind::WakeupNew {
+                    target_cpu, pid, ..
+                } = &ev.kind
+                {
                     if *target_cpu != ev.cpu {
-                        self.mark(t, MarkKind::Migrate {
-                            pid: *pid,
-                            src: ev.cpu,
-                            dst: *target_cpu,
-                            reason: Reason::Fork,
-                        });
+                        self.mark(
+                            t,
+                            MarkKind::Migrate {
+                                pid: *pid,
+                                src: ev.cpu,
+                                dst: *target_cpu,
+                                reason: Reason::Fork,
+                            },
+                        );
                     }
                 }
             }
@@ -281,26 +290,32 @@ impl Timeline {
                 self.update(*src_cpu, t, a);
                 self.update(*dst_cpu, t, a);
                 if src_cpu != dst_cpu {
-                    self.mark(t, MarkKind::Migrate {
-                        pid: *pid,
-                        src: *src_cpu,
-                        dst: *dst_cpu,
-                        reason: *reason,
-                    });
+                    self.mark(
+                        t,
+                        MarkKind::Migrate {
+                            pid: *pid,
+                            src: *src_cpu,
+                            dst: *dst_cpu,
+                            reason: *reason,
+                        },
+                    );
                 }
             }
             EventKind::Balance(b) => {
                 self.balance_seen = true;
                 if !b.is_stopper_entry() {
-                    self.mark(t, MarkKind::Balance {
-                        cpu: b.dst_cpu,
-                        level: b.level,
-                        balanced: b.balanced,
-                        imbalance: b.imbalance,
-                        migration_type: b.migration_type,
-                        pid: b.pid,
-                        src: b.src_cpu,
-                    });
+                    self.mark(
+                        t,
+                        MarkKind::Balance {
+                            cpu: b.dst_cpu,
+                            level: b.level,
+                            balanced: b.balanced,
+                            imbalance: b.imbalance,
+                            migration_type: b.migration_type,
+                            pid: b.pid,
+                            src: b.src_cpu,
+                        },
+                    );
                 }
             }
             // Exits, affinity changes and the rest can end a wait anywhere: rare enough to
@@ -340,6 +355,9 @@ impl Timeline {
         }
         if lane.changes.len() > self.lane_cap {
             lane.changes.pop_front();
+            if let Some(c) = lane.changes.front() {
+                self.trimmed_to = self.trimmed_to.max(c.t_ns);
+            }
         }
     }
 
@@ -362,6 +380,7 @@ impl Timeline {
         for lane in &mut self.lanes {
             while lane.changes.len() > 1 && lane.changes[1].t_ns <= lo {
                 lane.changes.pop_front();
+                self.trimmed_to = lo;
             }
         }
         while self.marks.front().is_some_and(|m| m.t_ns < lo) {
@@ -390,7 +409,10 @@ impl Timeline {
         if a >= b {
             return cell;
         }
-        let first = lane.changes.partition_point(|c| c.t_ns <= a).saturating_sub(1);
+        let first = lane
+            .changes
+            .partition_point(|c| c.t_ns <= a)
+            .saturating_sub(1);
         for (i, c) in lane.changes.iter().enumerate().skip(first) {
             if c.t_ns >= b {
                 break;
@@ -434,7 +456,10 @@ impl Timeline {
             return out;
         };
         let b = b.min(self.now_ns).min(self.clip.1);
-        let first = lane.changes.partition_point(|c| c.t_ns <= a).saturating_sub(1);
+        let first = lane
+            .changes
+            .partition_point(|c| c.t_ns <= a)
+            .saturating_sub(1);
         for (i, c) in lane.changes.iter().enumerate().skip(first) {
             if c.t_ns >= b {
                 break;

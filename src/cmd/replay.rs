@@ -3,10 +3,10 @@
 //! it again with the new interval or filter.
 
 use super::{damage_outcome, settings, stop_on_signals, CmdError};
+use crate::analyze::timeline::{Timeline, WINDOW_NS};
 use crate::analyze::Snapshot;
 use crate::analyze::{Analyzer, AnalyzerConfig};
 use crate::cli::{FilterArgs, ModelArgs, ReplayArgs};
-use crate::analyze::timeline::{Timeline, WINDOW_NS};
 use crate::pipeline::sinks::{History, TimelineSink};
 use crate::pipeline::{Driver, Sink, Source};
 use crate::record::{Damage, Header, RecordError};
@@ -104,8 +104,7 @@ pub fn replay(
     // The first pass keeps the recording's last minute on the timeline; the feed reads the
     // recording again for another clip when the screen needs one.
     let mut tl = TimelineSink(Timeline::new(src.topology().nr_cpus, WINDOW_NS));
-    let (header, snaps, damage) =
-        analyze_with(src, interval_ns, (filter, model), Some(&mut tl))?;
+    let (header, snaps, damage) = analyze_with(src, interval_ns, (filter, model), Some(&mut tl))?;
     let covered = match (snaps.first(), snaps.last()) {
         (Some(a), Some(b)) if b.t_end_ns - a.t_start_ns > WINDOW_NS => {
             (b.t_end_ns - WINDOW_NS, u64::MAX)

@@ -100,9 +100,15 @@ pub const TIMELINE_KEYS: &[(&str, &str)] = &[
         "move the cursor one cell (the shown interval follows: seek)",
     ),
     ("pgup/pgdn  H/L", "move the cursor 40 cells"),
-    ("home/end  g/G", "oldest time kept / newest (live: follow)"),
+    (
+        "home/end  g/G",
+        "a page after the oldest time kept / the newest (live: follow)",
+    ),
     ("i / o", "zoom in / out (time per cell)"),
-    ("up/down  j/k", "select a row (a finding's timeline: scroll)"),
+    (
+        "up/down  j/k",
+        "select a row (a finding's timeline: scroll)",
+    ),
     ("f", "fold rows: auto, cpu, llc, node"),
 ];
 

@@ -202,7 +202,9 @@ pub fn focus_ns(app: &App) -> Option<u64> {
     }
     let end = app.current().map(|s| s.t_end_ns.saturating_sub(1));
     match (&app.timeline, app.cursor) {
-        (Some(tl), None) if tl.now_ns() > 0 => Some(end.map_or(tl.now_ns(), |e| e.max(tl.now_ns()))),
+        (Some(tl), None) if tl.now_ns() > 0 => {
+            Some(end.map_or(tl.now_ns(), |e| e.max(tl.now_ns())))
+        }
         _ => end,
     }
 }
@@ -213,7 +215,9 @@ fn move_cursor(app: &mut App, cells: i64) {
     let step = app.tl.cell_ns() as i64 * cells;
     let lo = app.history.front().map_or(0, |s| s.t_start_ns);
     let hi = match &app.timeline {
-        Some(tl) => tl.now_ns().max(app.history.back().map_or(0, |s| s.t_end_ns)),
+        Some(tl) => tl
+            .now_ns()
+            .max(app.history.back().map_or(0, |s| s.t_end_ns)),
         None => app.history.back().map_or(t, |s| s.t_end_ns),
     };
     let to = (t as i64 + step).clamp(lo as i64, hi.saturating_sub(1) as i64) as u64;

@@ -250,9 +250,17 @@ fn two_hundred_fifty_six_cpus_fold_by_llc_and_expand() {
     let scr = render(&app, 132, 40);
     let cpu = row_cells(&scr, "-llc 32-47");
     assert_eq!(cpu[cpu.len() - 1], '2');
-    let line = scr.iter().find(|l| l.starts_with(" cpu 37 ")).expect("cpu 37 row");
+    let line = scr
+        .iter()
+        .find(|l| l.starts_with(" cpu 37 "))
+        .expect("cpu 37 row");
     assert!(line.ends_with("122"), "{line}");
-    assert!(scr.iter().find(|l| l.starts_with(" cpu 36 ")).unwrap().trim_end().ends_with("cpu 36"));
+    assert!(scr
+        .iter()
+        .find(|l| l.starts_with(" cpu 36 "))
+        .unwrap()
+        .trim_end()
+        .ends_with("cpu 36"));
     // Enter on a CPU of the group folds it again.
     app.handle(Action::Down);
     app.handle(Action::Enter);
@@ -262,7 +270,10 @@ fn two_hundred_fifty_six_cpus_fold_by_llc_and_expand() {
     app.handle(Action::Fold);
     app.handle(Action::Fold);
     let scr = render(&app, 80, 24).join("\n");
-    assert!(scr.contains("+node 0-127") && scr.contains("+node 128-255"), "{scr}");
+    assert!(
+        scr.contains("+node 0-127") && scr.contains("+node 128-255"),
+        "{scr}"
+    );
 }
 
 /// The replay app over a lab recording with its whole timeline.
@@ -270,7 +281,8 @@ fn lab(rel: &str) -> (App, Vec<Snapshot>) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel);
     let open = || crate::pipeline::Source::file(&path).unwrap();
     let (f, m) = (FilterArgs::default(), ModelArgs::default());
-    let (h, snaps, _) = crate::cmd::replay::analyze_recording(open(), 1_000_000_000, &f, &m).unwrap();
+    let (h, snaps, _) =
+        crate::cmd::replay::analyze_recording(open(), 1_000_000_000, &f, &m).unwrap();
     let tl =
         crate::cmd::replay::timeline_of(open(), 1_000_000_000, (&f, &m), (0, u64::MAX)).unwrap();
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
@@ -306,7 +318,9 @@ fn a_lab_recording_s_cells_agree_with_each_interval_s_cpu_table() {
                 if before != tl.state_at(c.cpu, s.t_end_ns - 1) || c.idle.is_none() {
                     continue;
                 }
-                let Some(line) = scr.iter().find(|l| l.starts_with(&format!("cpu {} ", c.cpu)))
+                let Some(line) = scr
+                    .iter()
+                    .find(|l| l.starts_with(&format!("cpu {} ", c.cpu)))
                 else {
                     continue; // scrolled out at 80x24
                 };
@@ -354,10 +368,11 @@ fn enter_on_a_missed_pull_shows_its_idle_stretch_and_esc_goes_back() {
     app.handle(Action::Enter);
     assert_eq!(app.view, View::Explain);
     let since = f.evidence["since_ns"].as_u64().unwrap();
-    let idle: Vec<usize> = crate::cpuset::CpuSet::parse_list(f.evidence["idle_cpus"].as_str().unwrap())
-        .unwrap()
-        .iter()
-        .collect();
+    let idle: Vec<usize> =
+        crate::cpuset::CpuSet::parse_list(f.evidence["idle_cpus"].as_str().unwrap())
+            .unwrap()
+            .iter()
+            .collect();
     for (w, h) in SIZES {
         let scr = render(&app, w, h);
         let all = scr.join("\n");
@@ -368,7 +383,10 @@ fn enter_on_a_missed_pull_shows_its_idle_stretch_and_esc_goes_back() {
             .iter()
             .find(|l| l.starts_with(&format!("cpu {} ", idle[0])))
             .expect("the idle CPU's row");
-        let cells: String = line.chars().filter(|c| "·█▄123456789+".contains(*c)).collect();
+        let cells: String = line
+            .chars()
+            .filter(|c| "·█▄123456789+".contains(*c))
+            .collect();
         assert!(cells.contains('·'), "{line}");
     }
     // The evidence pane: the idle stretch the timeline holds covers the model's.
@@ -396,7 +414,9 @@ fn enter_on_a_missed_pull_shows_its_idle_stretch_and_esc_goes_back() {
         }
     }
     assert!(text.iter().any(|l| l.starts_with("tasks it names:")));
-    assert!(text.iter().any(|l| l.starts_with("the balancer's decisions")));
+    assert!(text
+        .iter()
+        .any(|l| l.starts_with("the balancer's decisions")));
     // The pane scrolls; Esc goes back to the list.
     app.handle(Action::Down);
     assert_eq!(app.tl.explain.as_ref().unwrap().scroll, 1);

@@ -12,3 +12,4 @@ mod outputs;
 mod record;
 mod serve;
 mod tui;
+mod tui_timeline;

@@ -105,7 +105,11 @@ fn the_window_bounds_memory_not_the_run() {
         for i in 0..10_000u64 {
             let t = round * 10_000_000 + i * 1_000;
             for cpu in 0..2 {
-                let (p, n) = if i % 2 == 0 { (0, 10 + cpu) } else { (10 + cpu, 0) };
+                let (p, n) = if i % 2 == 0 {
+                    (0, 10 + cpu)
+                } else {
+                    (10 + cpu, 0)
+                };
                 evs.push(switch(t, cpu, p, 1, n));
             }
         }

@@ -176,7 +176,9 @@ pub fn lines(tl: Option<&Timeline>, e: &Explain, (a, b): (u64, u64), base: u64) 
         ));
         v.extend(decisions);
     } else {
-        v.push("the balancer's decisions: not in this recording (made without balancer hooks)".into());
+        v.push(
+            "the balancer's decisions: not in this recording (made without balancer hooks)".into(),
+        );
     }
     v.push("the figures behind it:".into());
     v.extend(f.evidence.iter().map(|l| format!("  {l}")));
@@ -209,10 +211,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
         ),
         Line::raw(format!("rule: {}", rule(&fr.kind))),
     ];
-    f.render_widget(
-        Paragraph::new(head_lines).wrap(Wrap { trim: false }),
-        head,
-    );
+    f.render_widget(Paragraph::new(head_lines).wrap(Wrap { trim: false }), head);
     let mut g = Vec::new();
     if let Some(tl) = &app.timeline {
         g.push(Line::styled(
@@ -238,16 +237,21 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
         let mut under = String::new();
         for c in 0..cols as u64 {
             let (a, b) = (start + c * cell, start + (c + 1) * cell);
-            under.push(if a < to.max(from + 1) && b > from { '=' } else { ' ' });
+            under.push(if a < to.max(from + 1) && b > from {
+                '='
+            } else {
+                ' '
+            });
         }
         g.push(Line::styled(format!("{:<label_w$}{under}", ""), pal.warn()));
     }
     f.render_widget(Paragraph::new(g), grid);
     let text = lines(app.timeline.as_ref(), e, (start, end), base);
     let skip = e.scroll.min(text.len().saturating_sub(1));
-    let block = Block::default()
-        .borders(Borders::TOP)
-        .title(format!("evidence: {} {} (j/k scroll, esc back)", fr.kind, fr.place));
+    let block = Block::default().borders(Borders::TOP).title(format!(
+        "evidence: {} {} (j/k scroll, esc back)",
+        fr.kind, fr.place
+    ));
     f.render_widget(
         Paragraph::new(
             text.into_iter()

@@ -161,7 +161,10 @@ pub fn base_ns(app: &App) -> u64 {
 pub fn describe(tl: &Timeline, row: &Row, a: u64, b: u64) -> String {
     let c = tl.group_cell(&row.cpus, a, b);
     let busy = if c.known_ns > 0 {
-        format!(", running {:.0}% of the time", c.busy_ns as f64 * 100.0 / c.known_ns as f64)
+        format!(
+            ", running {:.0}% of the time",
+            c.busy_ns as f64 * 100.0 / c.known_ns as f64
+        )
     } else {
         String::new()
     };
@@ -195,10 +198,7 @@ fn cursor_line(tl: &Timeline, row: &Row, a: u64, b: u64, base: u64) -> String {
                 s.push_str(&format!(" | {pid} {src}>{dst} {}", reason.name()));
             }
             MarkKind::Balance {
-                cpu,
-                balanced,
-                pid,
-                ..
+                cpu, balanced, pid, ..
             } if row.cpus.contains(*cpu as usize) => match pid {
                 Some(_) => moves += 1,
                 None => {
@@ -227,10 +227,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     let label_w = rows.iter().map(|r| r.label.len()).max().unwrap_or(6) + 1;
     let cols = (area.width as usize).saturating_sub(label_w).max(1);
     let cell_ns = ui.cell_ns();
-    // The cursor's cell is the last column.
-    let end_ns = (end / cell_ns + 1) * cell_ns;
-    let start_ns = end_ns.saturating_sub(cell_ns * cols as u64);
+    // The cursor's cell is the last column; cells start at whole multiples of their
+    // length from the screen's time origin.
     let base = base_ns(app);
+    let end_ns = base + (end.saturating_sub(base) / cell_ns + 1) * cell_ns;
+    let start_ns = end_ns.saturating_sub(cell_ns * cols as u64);
     let wide = area.width >= 120;
     let legend: Vec<&str> = if wide {
         LEGEND[..3].to_vec()
@@ -282,7 +283,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
         pal.dim(),
     ));
     if let Some(r) = rows.get(sel) {
-        lines.push(Line::raw(cursor_line(tl, r, end_ns - cell_ns, end_ns, base)));
+        lines.push(Line::raw(cursor_line(
+            tl,
+            r,
+            end_ns - cell_ns,
+            end_ns,
+            base,
+        )));
     }
     for l in legend {
         lines.push(Line::styled(l.to_string(), pal.dim()));
