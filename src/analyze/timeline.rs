@@ -14,6 +14,12 @@
 //! restricts the timeline to a clip of the recording ([`Timeline::clip`]) and moves the
 //! clip when the screen leaves it.
 //!
+//! Times: a state change is placed at the analyzer's time (the latest event time seen: an
+//! event delivered after later ones from another CPU's buffer is applied then, as in every
+//! interval figure), so the timeline shows what the figures were computed from; a mark keeps
+//! its event's own timestamp, so a late delivery shows as a mark ahead of the state change
+//! it caused.
+//!
 //! A cell (a span of time on one CPU, or on a folded group of CPUs) is summarised by
 //! [`Timeline::cell`]: the most tasks waiting at any instant of the span (the maximum), and
 //! the time running out of the time known. [`CellKind::of`] turns that into what the screen
@@ -257,6 +263,7 @@ impl Timeline {
     pub fn observe(&mut self, ev: &Event, a: &Analyzer) {
         let t = a.now_ns();
         self.now_ns = t;
+        let ts = ev.ts_ns;
         match &ev.kind {
             EventKind::Clock | EventKind::Pelt { .. } | EventKind::Capacity { .. } => return,
             EventKind::Switch { .. } => self.update(ev.cpu, t, a),
@@ -268,7 +275,7 @@ impl Timeline {
                 {
                     if *target_cpu != ev.cpu {
                         self.mark(
-                            t,
+                            ts,
                             MarkKind::Migrate {
                                 pid: *pid,
                                 src: ev.cpu,
@@ -291,7 +298,7 @@ impl Timeline {
                 self.update(*dst_cpu, t, a);
                 if src_cpu != dst_cpu {
                     self.mark(
-                        t,
+                        ts,
                         MarkKind::Migrate {
                             pid: *pid,
                             src: *src_cpu,
@@ -305,7 +312,7 @@ impl Timeline {
                 self.balance_seen = true;
                 if !b.is_stopper_entry() {
                     self.mark(
-                        t,
+                        ts,
                         MarkKind::Balance {
                             cpu: b.dst_cpu,
                             level: b.level,
@@ -365,7 +372,9 @@ impl Timeline {
         if t < self.clip.0 || t >= self.clip.1 {
             return;
         }
-        self.marks.push_back(Mark { t_ns: t, kind });
+        // Marks keep the event's own time, so one delivered late lands in its place.
+        let at = self.marks.partition_point(|m| m.t_ns <= t);
+        self.marks.insert(at, Mark { t_ns: t, kind });
         if self.marks.len() > MARK_BUDGET {
             self.marks.pop_front();
             self.marks_capped = true;

@@ -147,3 +147,25 @@ fn a_clip_keeps_its_span_and_starts_with_the_state_in_force() {
     assert_eq!(tl.state_at(0, 15_000), None);
     assert_eq!(kind(&tl, 0, 8_000, 20_000), CellKind::Unknown);
 }
+
+#[test]
+fn a_late_event_s_mark_keeps_its_own_time_and_its_state_the_analyzer_s() {
+    let mut a = analyzer(Topology::synthetic_flat(2), LONG);
+    let mut tl = Timeline::new(2, WINDOW_NS);
+    // CPU 1's buffer delivers its 5 us events after CPU 0's 9 us switch.
+    let evs = vec![
+        switch(1_000, 0, 0, 0, 10),
+        switch(1_000, 1, 0, 0, 0),
+        wakeup(2_000, 12, 0),
+        switch(9_000, 0, 10, 1, 0),
+        migrate(5_000, 12, 0, 1, Reason::NewidleBalance),
+        switch(5_100, 1, 0, 0, 12),
+        clock(20_000),
+    ];
+    follow(&mut tl, &mut a, &evs);
+    let m: Vec<u64> = tl.marks(0, u64::MAX).map(|m| m.t_ns).collect();
+    assert_eq!(m, vec![5_000]);
+    // The state changed when the analyzer applied it: at 9 us.
+    assert_eq!(kind(&tl, 1, 5_000, 9_000), CellKind::Idle);
+    assert_eq!(kind(&tl, 1, 9_000, 20_000), CellKind::Busy);
+}

@@ -199,7 +199,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     let base = base_ns(app);
     let grid_h = rows.len().min((area.height as usize / 3).max(1));
     let [head, grid, ev] = Layout::vertical([
-        Constraint::Length(3),
+        Constraint::Length(4),
         Constraint::Length(grid_h as u16 + 2),
         Constraint::Min(1),
     ])
