@@ -18,7 +18,8 @@
 //! - `idle`: idle-while-others-wait time per domain;
 //! - `folded`: folded mode, for sources that fold latency in the kernel (from the first
 //!   `Fold` event on: latency from `Fold` alone, waiters from `nr_running`, no per-task wait);
-//! - `filter`: what is reported; `snapshot`: the JSON contract.
+//! - `filter`: what is reported; `snapshot`: the JSON contract;
+//! - `timeline`: the per-CPU timeline the TUI draws, read from this state after each event.
 //!
 //! Invariants: memory is bounded by CPUs, live tasks and distinct stacks, never by time (a
 //! task's entry, in the one task table the analyzer shares with the model, goes at its exit).
@@ -40,6 +41,7 @@ mod snapshot;
 mod task;
 #[cfg(test)]
 pub(crate) mod tests;
+pub mod timeline;
 
 pub use cgroups::TOP_CGROUPS;
 pub use filter::{AnalyzerConfig, Filter};
@@ -195,6 +197,18 @@ impl Analyzer {
         for (pid, cpu) in waiting {
             self.start_wait(pid, cpu);
         }
+    }
+
+    /// What `cpu` does after the last event pushed: whether it is idle (`None` before its
+    /// first switch) and how many tasks wait on it (counted or not; in folded mode, those
+    /// `nr_running` says are queued). The CPU timeline reads it.
+    pub fn cpu_activity(&self, cpu: u32) -> (Option<bool>, u32) {
+        let idle = self
+            .model
+            .cpu(cpu as usize)
+            .and_then(|c| c.current)
+            .map(|p| p == 0);
+        (idle, self.idle.waiting_on(cpu))
     }
 
     /// Latest event time seen (ns).

@@ -3,14 +3,15 @@
 //! it again with the new interval or filter.
 
 use super::{damage_outcome, settings, stop_on_signals, CmdError};
+use crate::analyze::timeline::{Timeline, WINDOW_NS};
 use crate::analyze::Snapshot;
 use crate::analyze::{Analyzer, AnalyzerConfig};
 use crate::cli::{FilterArgs, ModelArgs, ReplayArgs};
-use crate::pipeline::sinks::History;
-use crate::pipeline::{Driver, Source};
+use crate::pipeline::sinks::{History, TimelineSink};
+use crate::pipeline::{Driver, Sink, Source};
 use crate::record::{Damage, Header, RecordError};
 use crate::tui::app::{App, SourceInfo};
-use crate::tui::run::{self, ReplayFeed};
+use crate::tui::run::{self, ReplayFeed, Retimeline};
 use std::sync::atomic::AtomicBool;
 
 /// Runs `lbscope replay`.
@@ -40,6 +41,29 @@ pub fn analyze_recording(
     filter: &FilterArgs,
     model: &ModelArgs,
 ) -> Result<(Header, Vec<Snapshot>, Damage), CmdError> {
+    analyze_with(src, interval_ns, (filter, model), None)
+}
+
+/// The timeline of a recording's `[lo, hi)` (its state followed from the start).
+pub fn timeline_of(
+    src: Source,
+    interval_ns: u64,
+    (filter, model): (&FilterArgs, &ModelArgs),
+    (lo, hi): (u64, u64),
+) -> Result<Timeline, CmdError> {
+    let n = src.topology().nr_cpus;
+    let mut sink = TimelineSink(Timeline::new(n, u64::MAX).clip(lo, hi));
+    analyze_with(src, interval_ns, (filter, model), Some(&mut sink))?;
+    Ok(sink.0)
+}
+
+/// [`analyze_recording`], with more sinks in the same pass.
+fn analyze_with(
+    src: Source,
+    interval_ns: u64,
+    (filter, model): (&FilterArgs, &ModelArgs),
+    extra: Option<&mut dyn Sink>,
+) -> Result<(Header, Vec<Snapshot>, Damage), CmdError> {
     let model = model.config(&src.header.kernel_release);
     let topo = src.topology().clone();
     let filter = settings::filter(filter, &topo, false)?;
@@ -54,7 +78,12 @@ pub fn analyze_recording(
     );
     // A recording warns only of damage, which the damage report covers; stderr would draw
     // over the screen during a re-analysis.
-    Driver::new(analyzer).run(&src, &mut [&mut history], &AtomicBool::new(false))?;
+    let stop = AtomicBool::new(false);
+    let mut driver = Driver::new(analyzer);
+    match extra {
+        Some(x) => driver.run(&src, &mut [&mut history as &mut dyn Sink, x], &stop)?,
+        None => driver.run(&src, &mut [&mut history], &stop)?,
+    };
     let header = src.header.clone();
     Ok((header, history.0, src.finish().damage))
 }
@@ -71,7 +100,17 @@ pub fn replay(
     speed: f64,
     (filter, model): (&FilterArgs, &ModelArgs),
 ) -> Result<(), CmdError> {
-    let (header, snaps, damage) = analyze_recording(open()?, interval_ns, filter, model)?;
+    let src = open()?;
+    // The first pass keeps the recording's last minute on the timeline; the feed reads the
+    // recording again for another clip when the screen needs one.
+    let mut tl = TimelineSink(Timeline::new(src.topology().nr_cpus, WINDOW_NS));
+    let (header, snaps, damage) = analyze_with(src, interval_ns, (filter, model), Some(&mut tl))?;
+    let covered = match (snaps.first(), snaps.last()) {
+        (Some(a), Some(b)) if b.t_end_ns - a.t_start_ns > WINDOW_NS => {
+            (b.t_end_ns - WINDOW_NS, u64::MAX)
+        }
+        _ => (0, u64::MAX),
+    };
     let mut info = crate::tui::recording_info(name, &header);
     if let (Some(a), Some(b)) = (snaps.first(), snaps.last()) {
         info.span_ns = b.t_end_ns.saturating_sub(a.t_start_ns);
@@ -85,6 +124,7 @@ pub fn replay(
     app.comm = filter.comm.clone();
     app.speed = speed;
     app.replace_history(snaps, None);
+    app.timeline = Some(tl.0);
     if !damage.is_clean() {
         app.status = Some(format!(
             "damaged recording: {} chunk(s) skipped; figures cover the readable chunks",
@@ -103,6 +143,13 @@ pub fn replay(
         analyze_recording(src, ns, &f, model)
             .map(|(_, s, _)| s)
             .map_err(|e| e.to_string())
+    })
+    .with_timeline(Retimeline {
+        build: Box::new(move |lo, hi| {
+            let src = open().map_err(|e| e.to_string())?;
+            timeline_of(src, interval_ns, (filter, model), (lo, hi)).map_err(|e| e.to_string())
+        }),
+        covered,
     });
     let r = run::run(&mut guard, &mut app, &mut feed, &stop);
     drop(guard);

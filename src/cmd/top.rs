@@ -49,6 +49,10 @@ fn run_live(args: &TopArgs, interval_ns: u64) -> Result<(), CmdError> {
         src.header.clock_base_ns,
     );
     app.comm = filter.comm.clone();
+    app.timeline = Some(crate::analyze::timeline::Timeline::new(
+        topo.nr_cpus,
+        crate::analyze::timeline::WINDOW_NS,
+    ));
     if src.probes.kallsyms == Some(false) {
         app.status = Some(
             "/proc/kallsyms gave no addresses: migration reasons fall back to context rules".into(),

@@ -7,6 +7,8 @@
 //! set, indexes into it; without a cursor the views show the newest snapshot.
 
 use super::keymap::Action;
+use super::timeline::{self, TimelineUi};
+use crate::analyze::timeline::Timeline;
 use crate::analyze::Snapshot;
 use crate::analyze::TaskMigrations;
 use crate::diff::Diff;
@@ -37,17 +39,22 @@ pub enum View {
     Help,
     /// The comparison of two recordings (`diff --tui` only).
     Diff,
+    /// The CPU timeline.
+    Timeline,
+    /// A finding on its timeline (Enter in the findings view).
+    Explain,
 }
 
 impl View {
     /// The views reachable by tab and digits, in order.
-    pub const TABS: [View; 6] = [
+    pub const TABS: [View; 7] = [
         View::Overview,
         View::Domains,
         View::Latency,
         View::Migrations,
         View::Findings,
         View::Help,
+        View::Timeline,
     ];
 
     /// The tab title.
@@ -60,6 +67,8 @@ impl View {
             View::Findings => "Findings",
             View::Help => "Help",
             View::Diff => "Diff",
+            View::Timeline => "Timeline",
+            View::Explain => "Finding",
         }
     }
 }
@@ -156,6 +165,11 @@ pub struct App {
     pub diff: Option<Box<Diff>>,
     /// Clock base of the recording or machine (monotonic + base = Unix ns).
     pub clock_base_ns: i64,
+    /// The CPU timeline the pipeline fills (live: its window; replay: a clip of the
+    /// recording); `None` where there is none (a diff).
+    pub timeline: Option<Timeline>,
+    /// The timeline view's and the finding explained's state.
+    pub tl: TimelineUi,
 }
 
 impl App {
@@ -182,6 +196,8 @@ impl App {
             ended: false,
             diff: None,
             clock_base_ns,
+            timeline: None,
+            tl: TimelineUi::default(),
         }
     }
 
@@ -254,6 +270,7 @@ impl App {
     /// Moves the time cursor by `delta` snapshots; moving past the newest in live mode
     /// follows the newest again.
     pub fn seek(&mut self, delta: i64, follow_newest: bool) {
+        self.tl.at_ns = None;
         let Some(pos) = self.position() else { return };
         let last = self.history.len() - 1;
         let to = (pos as i64 + delta).clamp(0, last as i64) as usize;
@@ -345,6 +362,12 @@ impl App {
             return self.typed(a);
         }
         let diff = self.diff.is_some();
+        if self.view == View::Explain && timeline::handle_explain(self, a) {
+            return Effect::None;
+        }
+        if self.view == View::Timeline && timeline::handle(self, a) {
+            return Effect::None;
+        }
         match a {
             Action::Quit => return Effect::Quit,
             Action::NextView | Action::PrevView if !diff => {
@@ -376,16 +399,23 @@ impl App {
             Action::Left => self.seek(-1, self.is_live()),
             Action::Right => self.seek(1, self.is_live()),
             Action::Enter if self.view == View::Findings => {
-                self.evidence_open = !self.evidence_open;
+                let rows = super::views::finding_rows(self).1;
+                if let Some(f) = rows.get(self.finding_sel.min(rows.len().saturating_sub(1))) {
+                    timeline::explain(self, f.clone());
+                }
             }
             Action::Back => {
                 self.evidence_open = false;
-                if self.view == View::Help {
+                if self.view == View::Help || self.view == View::Explain {
                     self.view = self.prev_view;
                 }
             }
             Action::Pause => {
                 self.paused = !self.paused;
+                if !self.paused {
+                    // Resuming follows the shown interval again in the timeline too.
+                    self.tl.at_ns = None;
+                }
                 if self.paused {
                     self.cursor = self.position();
                 } else if self.is_live() {

@@ -46,6 +46,20 @@ pub enum Action {
     Char(char),
     /// Delete the last typed character.
     Backspace,
+    /// Timeline: less time per cell.
+    ZoomIn,
+    /// Timeline: more time per cell.
+    ZoomOut,
+    /// Timeline: a page back in time; evidence: a page up.
+    PageBack,
+    /// Timeline: a page forward in time; evidence: a page down.
+    PageForward,
+    /// Timeline: the oldest time kept.
+    Oldest,
+    /// Timeline: the newest time (live: follow it again).
+    Newest,
+    /// Timeline: fold rows by CPU, LLC or NUMA node.
+    Fold,
     /// Nothing.
     None,
 }
@@ -54,16 +68,19 @@ pub enum Action {
 pub const KEYS: &[(&str, &str)] = &[
     ("tab / shift-tab", "next / previous view"),
     (
-        "1 2 3 4 5 6",
-        "overview, domains, latency, migrations, findings, help",
+        "1 2 3 4 5 6 7",
+        "overview, domains, latency, migrations, findings, help, timeline",
     ),
     ("up/down  j/k", "move the selection"),
     (
         "left/right  h/l",
         "seek back / forward one interval (replay; live when paused)",
     ),
-    ("enter", "open the selected finding's evidence"),
-    ("esc", "close the evidence, cancel typing"),
+    (
+        "enter",
+        "findings: open the finding on its timeline; timeline: expand a group",
+    ),
+    ("esc", "back from a finding's timeline, cancel typing"),
     ("p  space", "pause / resume"),
     ("n  .", "step one interval while paused"),
     (
@@ -74,6 +91,25 @@ pub const KEYS: &[(&str, &str)] = &[
     ("/", "filter by process name (enter applies, empty clears)"),
     ("?", "this help"),
     ("q  ctrl-c", "quit"),
+];
+
+/// The timeline view's own keys, as the help view shows them.
+pub const TIMELINE_KEYS: &[(&str, &str)] = &[
+    (
+        "left/right  h/l",
+        "move the cursor one cell (the shown interval follows: seek)",
+    ),
+    ("pgup/pgdn  H/L", "move the cursor 40 cells"),
+    (
+        "home/end  g/G",
+        "a page after the oldest time kept / the newest (live: follow)",
+    ),
+    ("i / o", "zoom in / out (time per cell)"),
+    (
+        "up/down  j/k",
+        "select a row (a finding's timeline: scroll)",
+    ),
+    ("f", "fold rows: auto, cpu, llc, node"),
 ];
 
 /// The action of a key. While typing a filter, printable keys are text.
@@ -98,7 +134,7 @@ pub fn action(key: KeyEvent, typing: bool) -> Action {
         KeyCode::Char('q') | KeyCode::Char('Q') => Action::Quit,
         KeyCode::Tab => Action::NextView,
         KeyCode::BackTab => Action::PrevView,
-        KeyCode::Char(c @ '1'..='6') => Action::Goto(c as u8 - b'0'),
+        KeyCode::Char(c @ '1'..='7') => Action::Goto(c as u8 - b'0'),
         KeyCode::Char('?') | KeyCode::F(1) => Action::Help,
         KeyCode::Up | KeyCode::Char('k') => Action::Up,
         KeyCode::Down | KeyCode::Char('j') => Action::Down,
@@ -113,6 +149,13 @@ pub fn action(key: KeyEvent, typing: bool) -> Action {
         KeyCode::Char('[') => Action::SpeedDown,
         KeyCode::Char(']') => Action::SpeedUp,
         KeyCode::Char('/') => Action::Filter,
+        KeyCode::Char('i') => Action::ZoomIn,
+        KeyCode::Char('o') => Action::ZoomOut,
+        KeyCode::PageUp | KeyCode::Char('H') => Action::PageBack,
+        KeyCode::PageDown | KeyCode::Char('L') => Action::PageForward,
+        KeyCode::Home | KeyCode::Char('g') => Action::Oldest,
+        KeyCode::End | KeyCode::Char('G') => Action::Newest,
+        KeyCode::Char('f') => Action::Fold,
         _ => Action::None,
     }
 }
@@ -140,6 +183,10 @@ mod tests {
         assert_eq!(action(k(KeyCode::Char(' ')), false), Action::Pause);
         assert_eq!(action(k(KeyCode::Char('+')), false), Action::Slower);
         assert_eq!(action(k(KeyCode::Char(']')), false), Action::SpeedUp);
+        assert_eq!(action(k(KeyCode::Char('7')), false), Action::Goto(7));
+        assert_eq!(action(k(KeyCode::Char('i')), false), Action::ZoomIn);
+        assert_eq!(action(k(KeyCode::PageDown), false), Action::PageForward);
+        assert_eq!(action(k(KeyCode::End), false), Action::Newest);
         // Typing: letters are text, q does not quit.
         assert_eq!(action(k(KeyCode::Char('q')), true), Action::Char('q'));
         assert_eq!(action(k(KeyCode::Esc), true), Action::Back);

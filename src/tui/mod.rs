@@ -6,6 +6,7 @@
 //! - `state`: the adapter from snapshots to domain, group and finding rows;
 //! - `views`: one file per view, reading state only;
 //! - `run`: the event loop and its feeds (live analyzer, replay cursor);
+//! - `timeline`: the timeline view's state and keys, and the finding explained;
 //! - `term`: raw mode, the alternate screen, restoring them on every exit, `NO_COLOR`.
 
 pub mod app;
@@ -15,6 +16,9 @@ pub mod state;
 pub mod term;
 #[cfg(test)]
 mod tests;
+pub mod timeline;
+#[cfg(test)]
+mod timeline_tests;
 pub mod views;
 
 use crate::record::Header;

@@ -8,7 +8,8 @@
 
 use super::app::{App, Effect};
 use super::term::{Guard, Palette};
-use super::{keymap, views};
+use super::{keymap, timeline, views};
+use crate::analyze::timeline::{Timeline, WINDOW_NS};
 use crate::analyze::{Analyzer, Filter, Snapshot};
 use crate::pipeline::{Driver, Sink, Source};
 use crossterm::event::{self, Event};
@@ -108,6 +109,17 @@ struct AppSink<'a> {
 }
 
 impl Sink for AppSink<'_> {
+    fn per_event(&self) -> bool {
+        self.app.timeline.is_some()
+    }
+
+    fn applied(&mut self, ev: &crate::event::Event, analyzer: &Analyzer) -> io::Result<()> {
+        if let Some(tl) = self.app.timeline.as_mut() {
+            tl.observe(ev, analyzer);
+        }
+        Ok(())
+    }
+
     fn snapshot(&mut self, s: &Snapshot) -> io::Result<()> {
         self.app.push(s.clone());
         Ok(())
@@ -168,12 +180,21 @@ impl Feed for NoFeed {
 
 /// A recording: every snapshot computed up front, shown one by one at the replay speed.
 /// `F` re-runs the analysis with a new interval and filter (`+`/`-` and `/`).
-pub struct ReplayFeed<F> {
+pub struct ReplayFeed<'a, F> {
     reanalyze: F,
     last: Instant,
+    retimeline: Option<Retimeline<'a>>,
 }
 
-impl<F> ReplayFeed<F>
+/// Builds the timeline of a recording's clip `[lo, hi)`, and the clip the app's holds.
+pub struct Retimeline<'a> {
+    /// Reads the recording again for the clip.
+    pub build: Box<dyn FnMut(u64, u64) -> Result<Timeline, String> + 'a>,
+    /// The span the app's timeline covers (`(0, u64::MAX)`: all of it).
+    pub covered: (u64, u64),
+}
+
+impl<'a, F> ReplayFeed<'a, F>
 where
     F: FnMut(u64, Option<String>) -> Result<Vec<Snapshot>, String>,
 {
@@ -182,15 +203,51 @@ where
         ReplayFeed {
             reanalyze,
             last: Instant::now(),
+            retimeline: None,
         }
+    }
+
+    /// Moves the app's timeline clip with the screen.
+    pub fn with_timeline(mut self, r: Retimeline<'a>) -> Self {
+        self.retimeline = Some(r);
+        self
+    }
+
+    /// Rebuilds the timeline when the screen needs a time its clip lacks; true if it did.
+    fn follow_clip(&mut self, app: &mut App) -> bool {
+        let (Some(r), Some(want)) = (self.retimeline.as_mut(), timeline::wanted_ns(app)) else {
+            return false;
+        };
+        let margin = WINDOW_NS / 4;
+        let (lo, hi) = r.covered;
+        if (lo == 0 || want >= lo.saturating_add(margin))
+            && (hi == u64::MAX || want.saturating_add(margin) < hi)
+        {
+            return false;
+        }
+        let clip = (want.saturating_sub(WINDOW_NS / 2), want + WINDOW_NS / 2);
+        let first = app.history.front().map_or(0, |s| s.t_start_ns);
+        let last = app.history.back().map_or(u64::MAX, |s| s.t_end_ns);
+        r.covered = (
+            if clip.0 <= first { 0 } else { clip.0 },
+            if clip.1 >= last { u64::MAX } else { clip.1 },
+        );
+        match (r.build)(clip.0, clip.1) {
+            Ok(tl) => app.timeline = Some(tl),
+            Err(e) => app.status = Some(e),
+        }
+        true
     }
 }
 
-impl<F> Feed for ReplayFeed<F>
+impl<F> Feed for ReplayFeed<'_, F>
 where
     F: FnMut(u64, Option<String>) -> Result<Vec<Snapshot>, String>,
 {
     fn pump(&mut self, app: &mut App) -> bool {
+        if self.follow_clip(app) {
+            return true;
+        }
         let Some(pos) = app.position() else {
             return false;
         };

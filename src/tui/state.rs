@@ -74,6 +74,13 @@ pub struct FindingRow {
     pub summary: String,
     /// Lines of evidence shown on Enter.
     pub evidence: Vec<String>,
+    /// Where it sits in time, for its timeline: from (the idle stretch's start, the first
+    /// move of a round trip, the interval's start) to when it was found, event time (ns).
+    pub span_ns: (u64, u64),
+    /// The CPUs it names (its timeline's rows).
+    pub cpus: Vec<u32>,
+    /// The tasks it names.
+    pub pids: Vec<u32>,
 }
 
 fn group_row(span: &CpuSet, cpus: &[CpuStatus]) -> GroupRow {
@@ -176,9 +183,21 @@ pub fn findings(snap: &Snapshot) -> Option<Vec<FindingRow>> {
                     .map(|(k, v)| format!("{k}: {v}"))
                     .chain((!f.pids.is_empty()).then(|| format!("tasks: {:?}", f.pids)))
                     .collect(),
+                span_ns: (finding_start(f).min(f.t_ns), f.t_ns),
+                cpus: f.cpus.clone(),
+                pids: f.pids.clone(),
             })
             .collect(),
     )
+}
+
+/// When what a finding describes began: the idle stretch's start (`since_ns`), a round
+/// trip's first move (`first_move_ns`), else the finding's own time.
+fn finding_start(f: &crate::model::Finding) -> u64 {
+    ["since_ns", "first_move_ns"]
+        .iter()
+        .find_map(|k| f.evidence.get(*k).and_then(|v| v.as_u64()))
+        .unwrap_or(f.t_ns)
 }
 
 /// The analyzer's measured signals ([`Snapshot::signals`]) as finding rows, worst first,
@@ -223,6 +242,9 @@ pub fn measured_signals(topo: &Topology, snap: &Snapshot) -> Vec<FindingRow> {
             place: format!("{} {}", w.level, w.span),
             summary: format!("{:.1}% of the interval", w.movable_fraction * 100.0),
             evidence,
+            span_ns: (snap.t_start_ns, snap.t_end_ns),
+            cpus: w.span.iter().map(|c| c as u32).collect(),
+            pids: Vec::new(),
         });
     }
     v

@@ -14,3 +14,4 @@ mod record;
 mod runqueue;
 mod serve;
 mod tui;
+mod tui_timeline;

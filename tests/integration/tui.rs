@@ -9,20 +9,20 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A tmux session on a private server, running a shell.
-struct Tmux {
+pub(crate) struct Tmux {
     socket: String,
     name: String,
 }
 
 impl Tmux {
-    fn tmux(&self) -> Command {
+    pub(crate) fn tmux(&self) -> Command {
         let mut c = Command::new(require_tool("tmux", "tmux"));
         c.args(["-L", &self.socket]);
         c
     }
 
     /// A `w`x`h` terminal running `cmd` from a plain shell, followed by `echo EXITED-$?`.
-    fn start(tag: &str, cmd: &str, w: u16, h: u16) -> Tmux {
+    pub(crate) fn start(tag: &str, cmd: &str, w: u16, h: u16) -> Tmux {
         let t = Tmux {
             // A server per terminal: a server exiting after the last session must not race
             // the next test's start.
@@ -59,7 +59,7 @@ impl Tmux {
     }
 
     /// Sends tmux key names ("q", "Enter", "Right", "C-c").
-    fn keys(&self, k: &str) {
+    pub(crate) fn keys(&self, k: &str) {
         let ok = self
             .tmux()
             .args(["send-keys", "-t", &self.name, k])
@@ -80,7 +80,7 @@ impl Tmux {
         assert!(ok, "send-keys -l");
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let o = self
             .tmux()
             .args(["capture-pane", "-p", "-t", &self.name])
@@ -130,7 +130,7 @@ impl Tmux {
     }
 
     /// The screen once it contains every needle.
-    fn wait_for(&self, needles: &[&str], timeout: Duration) -> String {
+    pub(crate) fn wait_for(&self, needles: &[&str], timeout: Duration) -> String {
         let end = Instant::now() + timeout;
         loop {
             let s = self.screen();
@@ -161,7 +161,7 @@ impl Tmux {
 }
 
 impl Tmux {
-    fn quit_cleanly(&self) {
+    pub(crate) fn quit_cleanly(&self) {
         self.quit_cleanly_with("q");
     }
 
@@ -193,7 +193,7 @@ impl Drop for Tmux {
     }
 }
 
-fn bin() -> &'static str {
+pub(crate) fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_lbscope")
 }
 

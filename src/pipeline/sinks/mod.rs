@@ -5,7 +5,8 @@
 //! - `export`: every event into Perfetto and JSON-lines files;
 //! - `history`: every snapshot kept, for replay and diff;
 //! - `metrics`: counters, histograms and gauges for `serve`'s OpenMetrics endpoint;
-//! - `flight`: the last seconds of events in a ring, written as a recording on a trigger.
+//! - `flight`: the last seconds of events in a ring, written as a recording on a trigger;
+//! - `timeline`: the per-CPU timeline of a replay's clip.
 
 mod export;
 mod flight;
@@ -13,6 +14,7 @@ mod history;
 mod metrics;
 mod print;
 mod recorder;
+mod timeline;
 mod validate;
 
 pub use export::{JsonlSink, PerfettoSink};
@@ -21,4 +23,5 @@ pub use history::History;
 pub use metrics::{DumpCounters, Exposition, Metrics, CONTENT_TYPE as METRICS_CONTENT_TYPE};
 pub use print::{Printer, Warnings};
 pub use recorder::Recorder;
+pub use timeline::TimelineSink;
 pub use validate::Validation;

@@ -1,7 +1,8 @@
-//! The help view: every key from the keymap's table, and what each view shows.
+//! The help view: every key from the keymap's tables, what each view shows, and how a
+//! timeline cell sums up its span.
 
 use crate::tui::app::App;
-use crate::tui::keymap::KEYS;
+use crate::tui::keymap::{KEYS, TIMELINE_KEYS};
 use crate::tui::term::Palette;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -24,7 +25,11 @@ const VIEWS: &[(&str, &str)] = &[
     ("4 Migrations", "reason x level matrix, unknown stacks"),
     (
         "5 Findings",
-        "findings and measured signals; enter: evidence",
+        "findings and measured signals; enter: the finding on its timeline",
+    ),
+    (
+        "7 Timeline",
+        "one row per CPU (or LLC/node, folded), time across",
     ),
 ];
 
@@ -40,6 +45,20 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     lines.push(Line::styled("views", pal.title()));
     for (v, what) in VIEWS {
         lines.push(Line::raw(format!("  {v:<18}{what}")));
+    }
+    lines.push(Line::styled("timeline keys", pal.title()));
+    for (k, what) in TIMELINE_KEYS {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {k:<18}"), pal.title()),
+            Span::raw(*what),
+        ]));
+    }
+    lines.push(Line::styled(
+        "timeline cells (a cell sums up its span: the most waiting at any instant, else the time running)",
+        pal.title(),
+    ));
+    for l in super::timeline::LEGEND {
+        lines.push(Line::raw(format!("  {l}")));
     }
     let skip = app.scroll.min(lines.len().saturating_sub(1));
     f.render_widget(

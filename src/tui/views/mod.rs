@@ -3,11 +3,16 @@
 
 mod diff;
 mod domains;
+mod explain;
 mod findings;
 mod help;
 mod latency;
 mod migrations;
 mod overview;
+mod timeline;
+
+pub use explain::{lines as explain_lines, window as explain_window};
+pub use findings::rows as finding_rows;
 
 use super::app::{App, SourceInfo, View};
 use super::term::Palette;
@@ -35,6 +40,8 @@ pub fn draw(f: &mut Frame, app: &App, pal: Palette) {
         View::Findings => findings::draw(f, body, app, pal),
         View::Help => help::draw(f, body, app, pal),
         View::Diff => diff::draw(f, body, app, pal),
+        View::Timeline => timeline::draw(f, body, app, pal),
+        View::Explain => explain::draw(f, body, app, pal),
     }
     f.render_widget(Paragraph::new(footer_line(app, pal)), foot);
 }
@@ -117,12 +124,16 @@ fn footer_line(app: &App, pal: Palette) -> Line<'static> {
             Span::styled("  (enter applies, esc cancels)", pal.dim()),
         ]);
     }
-    let keys = if app.diff.is_some() {
+    let keys = if app.view == View::Explain {
+        "esc back  j/k scroll  h/l move  i/o zoom  ? help  q quit"
+    } else if app.view == View::Timeline {
+        "q quit  ? help  h/l cursor  H/L page  i/o zoom  f fold  enter expand  G newest  p pause"
+    } else if app.diff.is_some() {
         "q quit  j/k scroll  ? help"
     } else if matches!(app.source, SourceInfo::Replay(_)) {
         "q quit  ? help  p pause  <-/-> seek  n step  [/] speed  +/- interval  / filter"
     } else {
-        "q quit  ? help  tab/1-6 views  p pause  +/- interval  / filter"
+        "q quit  ? help  tab/1-7 views  p pause  +/- interval  / filter"
     };
     match &app.status {
         Some(st) => Line::from(vec![

@@ -1,0 +1,431 @@
+//! Snapshot tests of the timeline view and the finding explained on ratatui's test
+//! backend, at 80x24, 132x40 and on a 256-CPU synthetic topology: cells are checked against
+//! events whose states are known, and against a lab recording's own figures (the per-CPU
+//! table of each interval, the model's idle stretch).
+
+use super::app::{App, SourceInfo, View};
+use super::keymap::Action;
+use super::term::Palette;
+use super::timeline::{rows, ZOOMS_NS};
+use super::{recording_info, views};
+use crate::analyze::tests::{analyzer, clock, migrate, switch, wakeup, LONG};
+use crate::analyze::timeline::{CellKind, Timeline, WINDOW_NS};
+use crate::analyze::Snapshot;
+use crate::cli::{FilterArgs, ModelArgs};
+use crate::event::{Event, Reason};
+use crate::topology::{LevelKind, Topology};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use std::path::PathBuf;
+
+const SIZES: [(u16, u16); 2] = [(80, 24), (132, 40)];
+const MS: u64 = 1_000_000;
+/// Event times start here, so that every window has room before it.
+const T0: u64 = 1_000_000_000;
+
+fn render(app: &App, w: u16, h: u16) -> Vec<String> {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| views::draw(f, app, Palette { color: false }))
+        .unwrap();
+    let buf = t.backend().buffer().clone();
+    (0..h)
+        .map(|y| (0..w).map(|x| buf[(x, y)].symbol()).collect::<String>())
+        .collect()
+}
+
+/// The cells of the row labelled `label` (the text after the label column).
+fn row_cells(screen: &[String], label: &str) -> Vec<char> {
+    let line = screen
+        .iter()
+        .find(|l| l.starts_with(&format!("{label} ")))
+        .unwrap_or_else(|| panic!("no row '{label}' on screen:\n{}", screen.join("\n")));
+    let width = rows_label_width(screen);
+    line.chars().skip(width).collect()
+}
+
+/// The label column's width: the grid starts after the longest label and a space.
+fn rows_label_width(screen: &[String]) -> usize {
+    screen
+        .iter()
+        .find(|l| l.starts_with("t (s)"))
+        .map(|l| {
+            let rest = &l["t (s)".len()..];
+            "t (s)".len() + rest.chars().take_while(|c| *c == ' ').count()
+        })
+        .expect("the axis line")
+}
+
+/// An app over events built in code, its timeline and snapshots from the real analyzer.
+fn app_of(topo: Topology, events: &[Event]) -> App {
+    let mut a = analyzer(topo.clone(), LONG);
+    let mut tl = Timeline::new(topo.nr_cpus, WINDOW_NS);
+    let mut snaps = Vec::new();
+    for e in events {
+        a.push(e, &mut snaps);
+        tl.observe(e, &a);
+    }
+    snaps.extend(a.finish());
+    let mut app = App::new(topo, LONG, SourceInfo::Replay(Default::default()), 0);
+    app.replace_history(snaps, None);
+    app.timeline = Some(tl);
+    app.view = View::Timeline;
+    app
+}
+
+/// CPU 0 runs 10 from 1 ms; 11 wakes onto it at 2 ms, 12 at 3 ms (2 waiting); 10 is
+/// preempted by 11 at 5 ms (still 2: 10 and 12); 11 sleeps at 6 ms (1: 12); the periodic
+/// balancer pulls 12 to CPU 1 at 7 ms; 10 sleeps at 9 ms. CPU 1 idles until 12 runs at
+/// 7.5 ms.
+fn story(cpu1: u32) -> Vec<Event> {
+    let t = |ms: f64| T0 + (ms * MS as f64) as u64;
+    vec![
+        switch(t(1.0), 0, 0, 0, 10),
+        switch(t(1.0), cpu1, 0, 0, 20),
+        switch(t(1.2), cpu1, 20, 1, 0),
+        wakeup(t(2.0), 11, 0),
+        wakeup(t(3.0), 12, 0),
+        switch(t(5.0), 0, 10, 0, 11),
+        switch(t(6.0), 0, 11, 1, 10),
+        migrate(t(7.0), 12, 0, cpu1, Reason::PeriodicBalance),
+        switch(t(7.5), cpu1, 0, 0, 12),
+        switch(t(9.0), 0, 10, 1, 0),
+        clock(t(20.0)),
+    ]
+}
+
+/// What the story says CPU 0 held in `[a, b)` ms: the most waiting, else running or idle.
+fn story_cpu0(a: f64, b: f64) -> char {
+    let pieces = [
+        (1.0, 2.0, '█'),
+        (2.0, 3.0, '1'),
+        (3.0, 6.0, '2'),
+        (6.0, 7.0, '1'),
+        (7.0, 9.0, '█'),
+        (9.0, 20.0, '·'),
+    ];
+    let over: Vec<char> = pieces
+        .iter()
+        .filter(|p| p.0 < b && p.1 > a)
+        .map(|p| p.2)
+        .collect();
+    if let Some(d) = over.iter().filter(|c| c.is_ascii_digit()).max() {
+        return *d;
+    }
+    match (over.contains(&'█'), over.contains(&'·')) {
+        (true, true) => '▄',
+        (true, false) => '█',
+        (false, true) => '·',
+        _ => ' ',
+    }
+}
+
+#[test]
+fn a_cell_says_running_with_2_waiting_exactly_where_the_events_say_so() {
+    let mut app = app_of(Topology::synthetic_flat(2), &story(1));
+    // 100 us per cell, cursor at 12 ms: the story fits.
+    app.tl.zoom = ZOOMS_NS.iter().position(|&z| z == 100_000).unwrap();
+    app.tl.at_ns = Some(T0 + 12 * MS);
+    let cell = 100_000u64;
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        let label_w = rows_label_width(&scr);
+        let cols = w as usize - label_w;
+        let end = T0 + 12 * MS + cell;
+        let start = end - cols as u64 * cell;
+        let cpu0 = row_cells(&scr, "cpu 0");
+        let cpu1 = row_cells(&scr, "cpu 1");
+        let mut twos = 0;
+        for (i, &g) in cpu0.iter().enumerate() {
+            let a = start + i as u64 * cell;
+            let (am, bm) = (
+                (a as f64 - T0 as f64) / MS as f64,
+                (a as f64 + cell as f64 - T0 as f64) / MS as f64,
+            );
+            if a <= T0 + 7 * MS && T0 + 7 * MS < a + cell {
+                // The pull is marked on both rows with its reason's letter.
+                assert_eq!(g, 'p', "cpu 0 at {am} ms");
+                assert_eq!(cpu1[i], 'P', "cpu 1 at {am} ms");
+                continue;
+            }
+            assert_eq!(g, story_cpu0(am, bm), "cpu 0 at {am}-{bm} ms");
+            twos += usize::from(g == '2');
+        }
+        // 3 ms to 6 ms at 100 us a cell, as far as the screen reaches back.
+        let shown_from = (start.max(T0 + 3 * MS) - T0) / cell;
+        assert_eq!(twos as u64, 60 - shown_from.min(60), "{}", scr.join("\n"));
+        let all = scr.join("\n");
+        assert!(all.contains("cursor t="), "{all}");
+        assert!(all.contains("cell 100 us"), "{all}");
+    }
+    // The cursor line reads the selected row's last cell in words.
+    app.tl.at_ns = Some(T0 + 4 * MS);
+    let scr = render(&app, 132, 40).join("\n");
+    assert!(scr.contains("cpu 0: 2 waiting at most"), "{scr}");
+}
+
+#[test]
+fn zoom_scroll_and_seek_keys() {
+    let mut app = app_of(Topology::synthetic_flat(2), &story(1));
+    let z = app.tl.zoom;
+    app.handle(Action::ZoomIn);
+    assert_eq!(app.tl.zoom, z - 1);
+    app.handle(Action::ZoomOut);
+    app.handle(Action::ZoomOut);
+    assert_eq!(app.tl.zoom, z + 1);
+    app.tl.zoom = ZOOMS_NS.iter().position(|&z| z == 1_000_000).unwrap();
+    let cell = app.tl.cell_ns();
+    app.handle(Action::Newest);
+    let t0 = super::timeline::focus_ns(&app).unwrap();
+    app.handle(Action::Left);
+    assert!(app.paused, "moving the cursor holds the screen");
+    assert_eq!(app.tl.at_ns, Some(t0 - cell));
+    app.handle(Action::PageForward);
+    assert_eq!(app.tl.at_ns, Some(t0), "clamped to the newest time");
+    app.tl.zoom = 0;
+    app.handle(Action::Oldest);
+    // The oldest time kept (the first switch, 1 ms) 40 cells of 10 us before the cursor.
+    assert_eq!(app.tl.at_ns, Some(T0 + MS + 400_000));
+    // Pause again resumes following.
+    app.handle(Action::Pause);
+    assert_eq!(app.tl.at_ns, None);
+    app.handle(Action::Fold);
+    assert_eq!(rows(&app.topo, &app.tl).len(), 2, "cpu rows");
+}
+
+/// 256 CPUs: SMT pairs, LLCs of 16, two packages (NUMA nodes) of 128.
+fn big() -> Topology {
+    Topology::synthetic(
+        &[
+            (LevelKind::Smt, "SMT", 2),
+            (LevelKind::Llc, "MC", 16),
+            (LevelKind::Package, "PKG", 128),
+            (LevelKind::Numa, "NUMA", 256),
+        ],
+        256,
+    )
+}
+
+#[test]
+fn two_hundred_fifty_six_cpus_fold_by_llc_and_expand() {
+    // CPU 0's story played on CPU 37 instead (with CPU 200 as the puller).
+    let evs: Vec<Event> = story(200)
+        .into_iter()
+        .map(|mut e| {
+            if e.cpu == 0 {
+                e.cpu = 37;
+            }
+            match &mut e.kind {
+                crate::event::EventKind::Wakeup { target_cpu, .. } => *target_cpu = 37,
+                crate::event::EventKind::Migrate { src_cpu, .. } => *src_cpu = 37,
+                _ => {}
+            }
+            e
+        })
+        .collect();
+    let mut app = app_of(big(), &evs);
+    app.tl.zoom = ZOOMS_NS.iter().position(|&z| z == 1_000_000).unwrap();
+    app.tl.at_ns = Some(T0 + 4 * MS + MS / 2);
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        let all = scr.join("\n");
+        assert!(all.contains("fold auto: folded"), "{all}");
+        // 16 LLC rows; 80x24 shows as many as fit and says so.
+        let shown = scr.iter().filter(|l| l.starts_with("+llc ")).count();
+        assert!(shown >= 12, "{all}");
+        assert!(all.contains(&format!("of {}", 16)), "{all}");
+        let llc = row_cells(&scr, "+llc 32-47");
+        // The last cell is [4 ms, 5 ms): CPU 37 had 2 waiting; the cell before [3, 4).
+        assert_eq!(llc[llc.len() - 1], '2', "{all}");
+        assert_eq!(llc[llc.len() - 2], '2', "{all}");
+        assert_eq!(llc[llc.len() - 3], '1', "{all}");
+        // An LLC with nothing known stays blank.
+        assert!(row_cells(&scr, "+llc 64-79").iter().all(|c| *c == ' '));
+    }
+    // Expand the third LLC: its CPUs get rows, CPU 37 with its own figures.
+    app.handle(Action::Down);
+    app.handle(Action::Down);
+    app.handle(Action::Enter);
+    let r = rows(&app.topo, &app.tl);
+    assert_eq!(r.len(), 16 + 16);
+    let scr = render(&app, 132, 40);
+    let cpu = row_cells(&scr, "-llc 32-47");
+    assert_eq!(cpu[cpu.len() - 1], '2');
+    let line = scr
+        .iter()
+        .find(|l| l.starts_with(" cpu 37 "))
+        .expect("cpu 37 row");
+    assert!(line.ends_with("122"), "{line}");
+    assert!(scr
+        .iter()
+        .find(|l| l.starts_with(" cpu 36 "))
+        .unwrap()
+        .trim_end()
+        .ends_with("cpu 36"));
+    // Enter on a CPU of the group folds it again.
+    app.handle(Action::Down);
+    app.handle(Action::Enter);
+    assert_eq!(rows(&app.topo, &app.tl).len(), 16);
+    // Fold by node: two rows.
+    app.handle(Action::Fold);
+    app.handle(Action::Fold);
+    app.handle(Action::Fold);
+    let scr = render(&app, 80, 24).join("\n");
+    assert!(
+        scr.contains("+node 0-127") && scr.contains("+node 128-255"),
+        "{scr}"
+    );
+}
+
+/// The replay app over a lab recording with its whole timeline.
+fn lab(rel: &str) -> (App, Vec<Snapshot>) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel);
+    let open = || crate::pipeline::Source::file(&path).unwrap();
+    let (f, m) = (FilterArgs::default(), ModelArgs::default());
+    let (h, snaps, _) =
+        crate::cmd::replay::analyze_recording(open(), 1_000_000_000, &f, &m).unwrap();
+    let tl =
+        crate::cmd::replay::timeline_of(open(), 1_000_000_000, (&f, &m), (0, u64::MAX)).unwrap();
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let mut app = App::new(
+        h.topology.clone(),
+        1_000_000_000,
+        SourceInfo::Replay(recording_info(&name, &h)),
+        h.clock_base_ns,
+    );
+    app.replace_history(snaps.clone(), None);
+    app.timeline = Some(tl);
+    (app, snaps)
+}
+
+const LAB: &str = "tests/fixtures/lab/6.1-4node-group-imbalance.lbs";
+
+#[test]
+fn a_lab_recording_s_cells_agree_with_each_interval_s_cpu_table() {
+    let (mut app, snaps) = lab(LAB);
+    app.view = View::Timeline;
+    app.tl.zoom = 0;
+    let cell = ZOOMS_NS[0];
+    let (mut checked, mut waiting) = (0, 0);
+    for s in snaps.iter().filter(|s| !s.partial) {
+        // The last column ends at the interval's end.
+        app.tl.at_ns = Some(s.t_end_ns - 1);
+        for (w, h) in SIZES {
+            let scr = render(&app, w, h);
+            let tl = app.timeline.as_ref().unwrap();
+            for c in &s.cpus {
+                // Only cells in which nothing changed hold one state to compare.
+                let before = tl.state_at(c.cpu, s.t_end_ns - cell);
+                if before != tl.state_at(c.cpu, s.t_end_ns - 1) || c.idle.is_none() {
+                    continue;
+                }
+                let Some(line) = scr
+                    .iter()
+                    .find(|l| l.starts_with(&format!("cpu {} ", c.cpu)))
+                else {
+                    continue; // scrolled out at 80x24
+                };
+                let g = line.chars().last().unwrap();
+                let want = match (c.idle, c.waiting) {
+                    (_, n) if n > 0 => char::from_digit(n.min(9), 10).unwrap(),
+                    (Some(true), _) => '·',
+                    _ => '█',
+                };
+                if matches!(g, '·' | '█' | '0'..='9') {
+                    assert_eq!(g, want, "cpu {} at the end of {}", c.cpu, s.t_end_ns);
+                    checked += 1;
+                    waiting += usize::from(c.waiting > 0);
+                }
+            }
+        }
+    }
+    assert!(checked >= 60, "{checked} cells checked");
+    eprintln!("{checked} end-of-interval cells checked, {waiting} with tasks waiting");
+}
+
+#[test]
+fn enter_on_a_missed_pull_shows_its_idle_stretch_and_esc_goes_back() {
+    let (mut app, snaps) = lab(LAB);
+    let (i, f) = snaps
+        .iter()
+        .enumerate()
+        .find_map(|(i, s)| {
+            s.findings
+                .iter()
+                .find(|f| f.kind.name() == "missed_pull")
+                .map(|f| (i, f.clone()))
+        })
+        .expect("the recording has a missed pull");
+    app.cursor = Some(i);
+    app.view = View::Findings;
+    let rows = views::finding_rows(&app).1;
+    let sel = rows
+        .iter()
+        .position(|r| r.kind == "missed_pull" && r.span_ns.1 == f.t_ns)
+        .unwrap();
+    for _ in 0..sel {
+        app.handle(Action::Down);
+    }
+    app.handle(Action::Enter);
+    assert_eq!(app.view, View::Explain);
+    let since = f.evidence["since_ns"].as_u64().unwrap();
+    let idle: Vec<usize> =
+        crate::cpuset::CpuSet::parse_list(f.evidence["idle_cpus"].as_str().unwrap())
+            .unwrap()
+            .iter()
+            .collect();
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        let all = scr.join("\n");
+        assert!(all.contains("rule: an idle CPU pulls"), "{all}");
+        assert!(all.contains("= below: the idle stretch"), "{all}");
+        // The grid: the idle CPU's row shows idle cells.
+        let line = scr
+            .iter()
+            .find(|l| l.starts_with(&format!("cpu {} ", idle[0])))
+            .expect("the idle CPU's row");
+        let cells: String = line
+            .chars()
+            .filter(|c| "·█▄123456789+".contains(*c))
+            .collect();
+        assert!(cells.contains('·'), "{line}");
+    }
+    // The evidence pane: the idle stretch the timeline holds covers the model's.
+    let e = app.tl.explain.clone().unwrap();
+    let base = app.history[0].t_start_ns;
+    let text = views_lines(&app, &e, base);
+    let idle_line = text
+        .iter()
+        .find(|l| l.starts_with(&format!("  cpu {}: at the finding idle", idle[0])))
+        .unwrap_or_else(|| panic!("{text:#?}"));
+    assert!(idle_line.contains("over the span idle"), "{idle_line}");
+    let tl = app.timeline.as_ref().unwrap();
+    let stretch = tl
+        .idle_stretches(idle[0] as u32, since - 1, f.t_ns)
+        .into_iter()
+        .find(|(a, b)| *a <= since && *b >= f.t_ns)
+        .expect("the timeline's idle stretch covers the model's");
+    assert!(stretch.1 - stretch.0 >= f.t_ns - since);
+    for c in &f.cpus {
+        let k = CellKind::of(&tl.cell(*c, since, f.t_ns));
+        if idle.contains(&(*c as usize)) {
+            assert_eq!(k, CellKind::Idle, "cpu {c}");
+        } else {
+            assert!(matches!(k, CellKind::Waiting(_)), "waiting cpu {c}: {k:?}");
+        }
+    }
+    assert!(text.iter().any(|l| l.starts_with("tasks it names:")));
+    assert!(text
+        .iter()
+        .any(|l| l.starts_with("the balancer's decisions")));
+    // The pane scrolls; Esc goes back to the list.
+    app.handle(Action::Down);
+    assert_eq!(app.tl.explain.as_ref().unwrap().scroll, 1);
+    app.handle(Action::Back);
+    assert_eq!(app.view, View::Findings);
+    assert!(app.tl.explain.is_none());
+}
+
+fn views_lines(app: &App, e: &super::timeline::Explain, base: u64) -> Vec<String> {
+    let (end, cell) = views::explain_window(e, 100);
+    views::explain_lines(app.timeline.as_ref(), e, (end - 100 * cell, end), base)
+}

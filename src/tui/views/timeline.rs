@@ -1,0 +1,298 @@
+//! The CPU timeline view: one row per CPU (or per LLC or node, folded), time across, each
+//! cell the state the timeline holds for its span, with migrations and balancer decisions
+//! drawn over it; the last column is the cursor, described in full on the line below the
+//! grid. [`grid_lines`] draws rows for the finding explained too.
+
+use super::waiting;
+use crate::analyze::timeline::{CellKind, MarkKind, Timeline};
+use crate::event::Reason;
+use crate::tui::app::App;
+use crate::tui::term::Palette;
+use crate::tui::timeline::{focus_ns, rows, Fold, Row};
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+/// The summary rule and the glyphs, as the help view and the wide legend say them.
+pub const LEGEND: &[&str] = &[
+    "cell: · idle  ▄ partly running  █ running  1-9 running with N waiting (the most at any instant of the cell; + 10 or more)",
+    "marks: the reason's letter, UPPER on the destination row, lower on the source; * a balancer search found an imbalance",
+    "W wakeup F fork E exec P periodic N nohz I newidle A active U numa X affinity H hotplug R rt D dl S ext ? unknown",
+    "folded rows: times summed over the group's CPUs, a digit is the most waiting on one of its CPUs; enter expands",
+];
+
+/// The one-line legend of a narrow screen.
+const SHORT_LEGEND: &str = "·idle ▄part █run 1-9 waiting  W/w moved in/out  * balancer  (? legend)";
+
+/// A reason's letter (upper case: the destination row).
+pub fn reason_letter(r: Reason) -> char {
+    match r {
+        Reason::Wakeup => 'W',
+        Reason::Fork => 'F',
+        Reason::Exec => 'E',
+        Reason::PeriodicBalance => 'P',
+        Reason::NohzIdleBalance => 'N',
+        Reason::NewidleBalance => 'I',
+        Reason::ActiveBalance => 'A',
+        Reason::NumaBalancing => 'U',
+        Reason::Affinity => 'X',
+        Reason::Hotplug => 'H',
+        Reason::RtPushPull => 'R',
+        Reason::DlPushPull => 'D',
+        Reason::SchedExt => 'S',
+        Reason::Unknown => '?',
+    }
+}
+
+/// The glyph of a cell's state.
+pub fn state_glyph(k: CellKind) -> char {
+    match k {
+        CellKind::Unknown => ' ',
+        CellKind::Idle => '·',
+        CellKind::Part => '▄',
+        CellKind::Busy => '█',
+        CellKind::Waiting(n) if n < 10 => char::from(b'0' + n as u8),
+        CellKind::Waiting(_) => '+',
+    }
+}
+
+/// What one cell of `row` over `[a, b)` draws.
+pub fn cell(tl: &Timeline, row: &Row, a: u64, b: u64, pal: Palette) -> (char, Style) {
+    let mut balance = false;
+    for m in tl.marks(a, b) {
+        match m.kind {
+            MarkKind::Migrate {
+                src, dst, reason, ..
+            } => {
+                let style = if reason.is_balancer() {
+                    pal.hot()
+                } else {
+                    pal.bar()
+                };
+                if row.cpus.contains(dst as usize) {
+                    return (reason_letter(reason), style);
+                }
+                if row.cpus.contains(src as usize) {
+                    return (reason_letter(reason).to_ascii_lowercase(), style);
+                }
+            }
+            MarkKind::Balance { cpu, balanced, .. } => {
+                balance |= !balanced && row.cpus.contains(cpu as usize);
+            }
+        }
+    }
+    if balance {
+        return ('*', pal.warn());
+    }
+    let k = CellKind::of(&tl.group_cell(&row.cpus, a, b));
+    let style = match k {
+        CellKind::Waiting(1) => pal.warn(),
+        CellKind::Waiting(_) => pal.hot(),
+        CellKind::Busy | CellKind::Part => pal.busy(),
+        _ => pal.dim(),
+    };
+    (state_glyph(k), style)
+}
+
+/// The grid's lines: each row's label padded to `label_w`, then `cols` cells, the last
+/// ending at `end_ns`.
+pub fn grid_lines(
+    tl: &Timeline,
+    rows: &[Row],
+    sel: Option<usize>,
+    (end_ns, cell_ns, cols): (u64, u64, usize),
+    label_w: usize,
+    pal: Palette,
+) -> Vec<Line<'static>> {
+    let start = end_ns.saturating_sub(cell_ns * cols as u64);
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let label = format!("{:<label_w$.label_w$}", r.label);
+            let mut spans = vec![if Some(i) == sel {
+                Span::styled(label, pal.selected())
+            } else {
+                Span::styled(label, pal.title())
+            }];
+            let mut run = String::new();
+            let mut run_style = Style::default();
+            for c in 0..cols as u64 {
+                let a = start + c * cell_ns;
+                let (g, st) = cell(tl, r, a, a + cell_ns, pal);
+                if st != run_style && !run.is_empty() {
+                    spans.push(Span::styled(std::mem::take(&mut run), run_style));
+                }
+                run_style = st;
+                run.push(g);
+            }
+            spans.push(Span::styled(run, run_style));
+            Line::from(spans)
+        })
+        .collect()
+}
+
+/// A cell's length: `100 us`, `20 ms`, `2 s`.
+pub fn cell_text(ns: u64) -> String {
+    match ns {
+        n if n < 1_000_000 => format!("{} us", n / 1_000),
+        n if n < 1_000_000_000 => format!("{} ms", n / 1_000_000),
+        n => format!("{} s", n / 1_000_000_000),
+    }
+}
+
+/// Seconds from `base`, to the microsecond.
+pub fn rel(t: u64, base: u64) -> String {
+    format!("{:.6}", t.saturating_sub(base) as f64 / 1e9)
+}
+
+/// Seconds from `base`, to the millisecond.
+fn rel_ms(t: u64, base: u64) -> String {
+    format!("{:.3}", t.saturating_sub(base) as f64 / 1e9)
+}
+
+/// The time origin of the screen: the first interval's start.
+pub fn base_ns(app: &App) -> u64 {
+    app.history.front().map_or(0, |s| s.t_start_ns)
+}
+
+/// "running with 2 waiting" and the like, for a CPU or group over `[a, b)`.
+pub fn describe(tl: &Timeline, row: &Row, a: u64, b: u64) -> String {
+    let c = tl.group_cell(&row.cpus, a, b);
+    let busy = if c.known_ns > 0 {
+        format!(
+            ", running {:.0}% of the time",
+            c.busy_ns as f64 * 100.0 / c.known_ns as f64
+        )
+    } else {
+        String::new()
+    };
+    match CellKind::of(&c) {
+        CellKind::Unknown => "not known".into(),
+        CellKind::Idle => "idle".into(),
+        CellKind::Part => format!("partly running{busy}"),
+        CellKind::Busy => "running".into(),
+        CellKind::Waiting(n) => format!("{n} waiting at most{busy}"),
+    }
+}
+
+/// The cursor line: the selected row's last cell, its marks and the balancer's decisions.
+fn cursor_line(tl: &Timeline, row: &Row, a: u64, b: u64, base: u64) -> String {
+    let mut s = format!(
+        "cursor t={}-{} s  {}: {}",
+        rel(a, base),
+        rel(b, base),
+        row.label.trim_start_matches(['+', '-', ' ']),
+        describe(tl, row, a, b)
+    );
+    let (mut searches, mut found, mut moves) = (0, 0, 0);
+    for m in tl.marks(a, b) {
+        match &m.kind {
+            MarkKind::Migrate {
+                pid,
+                src,
+                dst,
+                reason,
+            } if row.cpus.contains(*src as usize) || row.cpus.contains(*dst as usize) => {
+                s.push_str(&format!(" | {pid} {src}>{dst} {}", reason.name()));
+            }
+            MarkKind::Balance {
+                cpu, balanced, pid, ..
+            } if row.cpus.contains(*cpu as usize) => match pid {
+                Some(_) => moves += 1,
+                None => {
+                    searches += 1;
+                    found += u32::from(!balanced);
+                }
+            },
+            _ => {}
+        }
+    }
+    if searches + moves > 0 {
+        s.push_str(&format!(
+            " | balancer: {searches} searches, {found} found an imbalance, {moves} tasks detached"
+        ));
+    }
+    s
+}
+
+/// Draws the timeline view.
+pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
+    let (Some(tl), Some(end)) = (&app.timeline, focus_ns(app)) else {
+        return waiting(f, area, app);
+    };
+    let ui = &app.tl;
+    let rows = rows(&app.topo, ui);
+    let label_w = rows.iter().map(|r| r.label.len()).max().unwrap_or(6) + 1;
+    let cols = (area.width as usize).saturating_sub(label_w).max(1);
+    let cell_ns = ui.cell_ns();
+    // The cursor's cell is the last column; cells start at whole multiples of their
+    // length from the screen's time origin.
+    let base = base_ns(app);
+    let end_ns = base + (end.saturating_sub(base) / cell_ns + 1) * cell_ns;
+    let start_ns = end_ns.saturating_sub(cell_ns * cols as u64);
+    let wide = area.width >= 120;
+    let legend: Vec<&str> = if wide {
+        LEGEND[..3].to_vec()
+    } else {
+        vec![SHORT_LEGEND]
+    };
+    let grid_h = (area.height as usize).saturating_sub(3 + legend.len());
+    let sel = ui.row.min(rows.len().saturating_sub(1));
+    let first = super::scroll_start(sel, grid_h, rows.len());
+    let fold = match ui.fold {
+        Fold::Auto => match rows.first() {
+            Some(r) if r.group => "auto: folded, enter expands",
+            _ => "auto",
+        },
+        f => f.name(),
+    };
+    let mut lines = vec![Line::styled(
+        format!(
+            "cell {}  t={}..{} s  fold {fold}  rows {}-{} of {}{}",
+            cell_text(cell_ns),
+            rel_ms(start_ns, base),
+            rel_ms(end_ns, base),
+            first + 1,
+            (first + grid_h).min(rows.len()),
+            rows.len(),
+            if tl.has_balance() {
+                ""
+            } else {
+                "  (no balancer decisions recorded)"
+            }
+        ),
+        pal.title(),
+    )];
+    let shown = &rows[first..(first + grid_h).min(rows.len())];
+    lines.extend(grid_lines(
+        tl,
+        shown,
+        Some(sel - first),
+        (end_ns, cell_ns, cols),
+        label_w,
+        pal,
+    ));
+    // The axis: the window's start on the left, the cursor under the last column.
+    let left = format!("{:<label_w$}{}", "t (s)", rel_ms(start_ns, base));
+    let right = format!("{} ^", rel(end_ns - cell_ns, base));
+    let pad = (label_w + cols).saturating_sub(left.chars().count() + right.chars().count());
+    lines.push(Line::styled(
+        format!("{left}{}{right}", " ".repeat(pad)),
+        pal.dim(),
+    ));
+    if let Some(r) = rows.get(sel) {
+        lines.push(Line::raw(cursor_line(
+            tl,
+            r,
+            end_ns - cell_ns,
+            end_ns,
+            base,
+        )));
+    }
+    for l in legend {
+        lines.push(Line::styled(l.to_string(), pal.dim()));
+    }
+    f.render_widget(Paragraph::new(lines), area);
+}
