@@ -84,6 +84,7 @@ pub fn replay(
     );
     app.comm = filter.comm.clone();
     app.speed = speed;
+    app.window = crate::tui::history::fit_window(snaps.len());
     app.replace_history(snaps, None);
     if !damage.is_clean() {
         app.status = Some(format!(

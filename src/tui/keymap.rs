@@ -46,6 +46,14 @@ pub enum Action {
     Char(char),
     /// Delete the last typed character.
     Backspace,
+    /// Next history chart (Overview).
+    SeriesNext,
+    /// Previous history chart.
+    SeriesPrev,
+    /// Longer history window.
+    WindowLonger,
+    /// Shorter history window.
+    WindowShorter,
     /// Nothing.
     None,
 }
@@ -72,6 +80,11 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     ("[ / ]", "replay speed down / up"),
     ("/", "filter by process name (enter applies, empty clears)"),
+    ("s / S", "history chart: next / previous series (overview)"),
+    (
+        "w / W",
+        "history window: longer / shorter (30 to 600 intervals)",
+    ),
     ("?", "this help"),
     ("q  ctrl-c", "quit"),
 ];
@@ -113,6 +126,10 @@ pub fn action(key: KeyEvent, typing: bool) -> Action {
         KeyCode::Char('[') => Action::SpeedDown,
         KeyCode::Char(']') => Action::SpeedUp,
         KeyCode::Char('/') => Action::Filter,
+        KeyCode::Char('s') => Action::SeriesNext,
+        KeyCode::Char('S') => Action::SeriesPrev,
+        KeyCode::Char('w') => Action::WindowLonger,
+        KeyCode::Char('W') => Action::WindowShorter,
         _ => Action::None,
     }
 }
@@ -140,6 +157,8 @@ mod tests {
         assert_eq!(action(k(KeyCode::Char(' ')), false), Action::Pause);
         assert_eq!(action(k(KeyCode::Char('+')), false), Action::Slower);
         assert_eq!(action(k(KeyCode::Char(']')), false), Action::SpeedUp);
+        assert_eq!(action(k(KeyCode::Char('s')), false), Action::SeriesNext);
+        assert_eq!(action(k(KeyCode::Char('W')), false), Action::WindowShorter);
         // Typing: letters are text, q does not quit.
         assert_eq!(action(k(KeyCode::Char('q')), true), Action::Char('q'));
         assert_eq!(action(k(KeyCode::Esc), true), Action::Back);
