@@ -61,10 +61,10 @@ impl Series {
         match self {
             Series::Summary => "summary",
             Series::Migrations => "migrations/s by reason",
-            Series::Latency => "run-queue latency p50/p99",
-            Series::IdleWait => "idle while others wait, % (worst domain of each level)",
-            Series::Imbalance => "model imbalance (largest domain of each level)",
-            Series::Findings => "findings per interval, by kind",
+            Series::Latency => "runqlat p50/p99",
+            Series::IdleWait => "idle-wait % by level",
+            Series::Imbalance => "imbalance by level",
+            Series::Findings => "findings by kind",
         }
     }
 

@@ -11,6 +11,8 @@
 
 pub mod app;
 pub mod history;
+#[cfg(test)]
+mod history_tests;
 pub mod keymap;
 pub mod run;
 pub mod state;

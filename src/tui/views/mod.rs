@@ -153,7 +153,8 @@ fn history_chart(
     } else {
         "w window"
     };
-    let mut note = format!("{keys}: {} of {} intervals", snaps.len(), app.window);
+    // What the chart spans first: on a narrow screen the keys are cut, not the figures.
+    let mut note = format!("{} of {} intervals", snaps.len(), app.window);
     if k > 1 {
         note.push_str(&format!(", {k} per column"));
     }
@@ -161,6 +162,7 @@ fn history_chart(
     if let Some(m) = app.marks.iter().rev().find(|m| m.t_ns >= first) {
         note.push_str(&format!("  | = changed ({})", m.what));
     }
+    note.push_str(&format!("  {keys}"));
     let span = match (snaps.first(), snaps.last()) {
         (Some(a), Some(b)) => format!(
             "-{}",

@@ -106,7 +106,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     .areas(area);
     f.render_widget(Paragraph::new(lines), top);
     if chart_h > 0 {
-        history_chart(f, hist, app, &chart, &snaps, height as usize, pal);
+        history_chart(f, hist, app, &chart, &snaps, height, pal);
     }
     cpu_grid(f, grid, app, pal);
 }
