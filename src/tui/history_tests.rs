@@ -367,3 +367,49 @@ fn history_on_a_256_cpu_machine() {
         }
     }
 }
+
+#[test]
+fn diff_draws_both_runs_row_by_row_on_one_scale() {
+    let (app, snaps) = demo_at_end(View::Overview);
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/lab/6.1-4node-overload.lbs");
+    let (_, other, _) = crate::cmd::diff::analyze_file(
+        &path,
+        1_000_000_000,
+        &crate::cli::FilterArgs::default(),
+        &crate::cli::ModelArgs::default(),
+    )
+    .unwrap();
+    let meta = crate::diff::RunMeta {
+        kernel_release: "6.1".into(),
+        hostname: "lab".into(),
+        topology_summary: "16 CPUs".into(),
+        nr_cpus: 16,
+    };
+    let a = crate::diff::RunSummary::from_snapshots(&snaps, "demo.lbs", meta.clone());
+    let b = crate::diff::RunSummary::from_snapshots(&other, "overload.lbs", meta);
+    let mut d = App::for_diff(crate::diff::diff(&a, &b), app.topo.clone());
+    d.diff_runs = Some(Box::new((snaps.clone(), other.clone())));
+    let migr =
+        |v: &[Snapshot]| -> Vec<f64> { v.iter().map(|s| rate(s, s.migrations.total)).collect() };
+    let (ma, mb) = (migr(&snaps), migr(&other));
+    let top = ma.iter().chain(&mb).copied().fold(0.0, f64::max);
+    for (w, h) in SIZES {
+        let scr = render(&d, w, h);
+        let line = |label: &str| {
+            scr.lines()
+                .find(|l| l.starts_with(label))
+                .unwrap_or_else(|| panic!("'{label}' on screen:\n{scr}"))
+        };
+        let (la, lb) = (line("A migrations/s "), line("B migrations/s "));
+        // One scale: only the run holding the higher peak reaches a full bar.
+        let a_top = ma.iter().copied().fold(0.0, f64::max);
+        assert_eq!(la.contains('█'), a_top >= top * 15.0 / 16.0, "{la}");
+        let b_top = mb.iter().copied().fold(0.0, f64::max);
+        assert_eq!(lb.contains('█'), b_top >= top * 15.0 / 16.0, "{lb}");
+        let fig = |v: f64| super::views::history::figure(Some(v), history::Unit::PerSec);
+        has(la, &format!("^{}", fig(a_top)));
+        has(lb, &format!("^{}", fig(b_top)));
+        has(&scr, "baseline (A) and new (B)");
+    }
+}

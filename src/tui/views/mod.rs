@@ -121,9 +121,9 @@ fn footer_line(app: &App, pal: Palette) -> Line<'static> {
     let keys = if app.diff.is_some() {
         "q quit  j/k scroll  ? help"
     } else if matches!(app.source, SourceInfo::Replay(_)) {
-        "q quit  ? help  p pause  <-/-> seek  n step  [/] speed  +/- interval  / filter"
+        "q quit  ? help  p pause  <-/-> seek  n step  [/] speed  +/- interval  / filter  s/w history"
     } else {
-        "q quit  ? help  tab/1-6 views  p pause  +/- interval  / filter"
+        "q quit  ? help  tab/1-6 views  p pause  +/- interval  / filter  s/w history"
     };
     match &app.status {
         Some(st) => Line::from(vec![
