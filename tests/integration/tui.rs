@@ -503,6 +503,13 @@ fn demo_and_diff_tui() {
         Duration::from_secs(3),
     );
     assert!(s.lines().all(|l| l.chars().count() <= 80), "{s}");
+    // Back to the width the shell's command line was typed at, so that the screen checked
+    // after the exit shows it on one line.
+    let _ = t
+        .tmux()
+        .args(["resize-window", "-t", "demo", "-x", "100", "-y", "30"])
+        .status();
+    t.wait_for(&["history: migrations/s by reason"], Duration::from_secs(3));
     t.quit_cleanly_with("C-c");
     let golden = "tests/fixtures/recordings/golden-v1.lbs";
     let t = Tmux::start(
