@@ -41,7 +41,7 @@ pub fn run(args: &DiffArgs) -> Result<(), CmdError> {
     let b = RunSummary::from_snapshots(&sb, &label(&args.new), meta(&hb));
     let d = crate::diff::diff(&a, &b);
     if args.tui {
-        show(d, ha.topology.clone())?;
+        show(d, ha.topology.clone(), (sa, sb))?;
         damage_outcome(&args.baseline, &da)?;
         return damage_outcome(&args.new, &db);
     }
@@ -60,8 +60,9 @@ pub fn run(args: &DiffArgs) -> Result<(), CmdError> {
 
 /// Shows a comparison in the TUI until `q`: computed before the screen opens, so the
 /// screen's loop has nothing to feed.
-fn show(d: Diff, topo: Topology) -> Result<(), CmdError> {
+fn show(d: Diff, topo: Topology, runs: (Vec<Snapshot>, Vec<Snapshot>)) -> Result<(), CmdError> {
     let mut app = App::for_diff(d, topo);
+    app.diff_runs = Some(Box::new(runs));
     let stop = stop_on_signals()?;
     let mut guard = crate::tui::term::enter().map_err(|e| CmdError::Failed(e.to_string()))?;
     let r = crate::tui::run::run(&mut guard, &mut app, &mut crate::tui::run::NoFeed, &stop);

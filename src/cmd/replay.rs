@@ -123,6 +123,7 @@ pub fn replay(
     );
     app.comm = filter.comm.clone();
     app.speed = speed;
+    app.window = crate::tui::history::fit_window(snaps.len());
     app.replace_history(snaps, None);
     app.timeline = Some(tl.0);
     if !damage.is_clean() {

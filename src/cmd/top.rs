@@ -6,7 +6,10 @@ use crate::cli::TopArgs;
 use crate::pipeline::Source;
 use crate::record::Reader;
 
-/// The recording `lbscope top --demo` replays: a few seconds of a mixed workload.
+/// The recording `lbscope top --demo` replays: 18 s of a 4-node, 16-CPU lab guest (kernel
+/// 6.1, balancer hooks recorded) going from quiet to a group-imbalance job beside CPU hogs, a
+/// quiet second, then an overloaded node herded and spread again (`tests/lab/run --kernel 6.1
+/// --topology 4node --scenario demo`); the findings fire in both phases.
 const DEMO: &[u8] = include_bytes!("../../examples/demo.lbs");
 
 /// What to do when the live source cannot start.

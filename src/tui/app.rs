@@ -4,8 +4,11 @@
 //! ([`Effect`]); views only read this state.
 //!
 //! Invariants: `history` holds at most [`HISTORY`] snapshots, oldest first; `cursor`, when
-//! set, indexes into it; without a cursor the views show the newest snapshot.
+//! set, indexes into it; without a cursor the views show the newest snapshot. The history
+//! charts draw the last `window` snapshots up to the one shown; a live change of interval or
+//! filter keeps the snapshots and adds a [`Mark`] (only marks within the history are kept).
 
+use super::history::{self, Mark, Series};
 use super::keymap::Action;
 use super::timeline::{self, TimelineUi};
 use crate::analyze::timeline::Timeline;
@@ -15,8 +18,10 @@ use crate::diff::Diff;
 use crate::topology::Topology;
 use std::collections::VecDeque;
 
-/// Snapshots kept for seeking back (an hour at the default interval).
-pub const HISTORY: usize = 3600;
+/// Snapshots a live screen keeps for seeking back and for the history charts: the widest
+/// chart window (10 minutes at the default interval), so memory is bounded by the window,
+/// not by how long `top` runs.
+pub const HISTORY: usize = 600;
 /// The refresh intervals `+`/`-` step through, in ms.
 pub const INTERVALS_MS: &[u64] = &[250, 500, 1000, 2000, 5000, 10_000];
 /// The replay speeds `[`/`]` step through.
@@ -170,6 +175,14 @@ pub struct App {
     pub timeline: Option<Timeline>,
     /// The timeline view's and the finding explained's state.
     pub tl: TimelineUi,
+    /// The Overview's history chart.
+    pub series: Series,
+    /// Intervals the history charts span (one of [`history::WINDOWS`]).
+    pub window: usize,
+    /// Live changes of interval or filter within the history, oldest first.
+    pub marks: Vec<Mark>,
+    /// `diff --tui`: both runs' snapshots (baseline, new), for their history charts.
+    pub diff_runs: Option<Box<(Vec<Snapshot>, Vec<Snapshot>)>>,
 }
 
 impl App {
@@ -198,6 +211,10 @@ impl App {
             clock_base_ns,
             timeline: None,
             tl: TimelineUi::default(),
+            series: Series::Summary,
+            window: history::DEFAULT_WINDOW,
+            marks: Vec::new(),
+            diff_runs: None,
         }
     }
 
@@ -235,6 +252,30 @@ impl App {
     pub fn clear_history(&mut self) {
         self.history.clear();
         self.cursor = None;
+        self.marks.clear();
+    }
+
+    /// The snapshots the history charts draw: the last `window` up to the one shown, oldest
+    /// first.
+    pub fn window_snaps(&self) -> Vec<&Snapshot> {
+        let Some(pos) = self.position() else {
+            return Vec::new();
+        };
+        let start = (pos + 1).saturating_sub(self.window);
+        self.history.range(start..=pos).collect()
+    }
+
+    /// Notes that the analysis goes on with the interval and filter now set, from event time
+    /// `t_ns` (a live `+`/`-` or `/`): the snapshots before stay, the charts mark the change.
+    pub fn mark_change(&mut self, t_ns: u64) {
+        let mut what = format!(
+            "every {}",
+            super::views::secs(self.interval_ns as f64 / 1e9)
+        );
+        if let Some(c) = &self.comm {
+            what.push_str(&format!(", comm={c}"));
+        }
+        self.marks.push(Mark { t_ns, what });
     }
 
     /// Adds a snapshot from the analyzer. A paused live screen keeps showing its snapshot.
@@ -247,12 +288,16 @@ impl App {
             if let Some(c) = self.cursor.as_mut() {
                 *c = c.saturating_sub(1);
             }
+            let first = self.history.front().map_or(0, |f| f.t_start_ns);
+            self.marks.retain(|m| m.t_ns >= first);
         }
         self.history.push_back(s);
     }
 
     /// Replaces the snapshots (a replay re-analysed), keeping the cursor near `t_ns`.
     pub fn replace_history(&mut self, snaps: Vec<Snapshot>, t_ns: Option<u64>) {
+        // Every interval was analysed again with the settings now in force: nothing to mark.
+        self.marks.clear();
         self.history = snaps.into();
         self.cursor = if self.history.is_empty() {
             None
@@ -446,6 +491,22 @@ impl App {
             }
             Action::Filter if !diff => {
                 self.typing = Some(self.comm.clone().unwrap_or_default());
+            }
+            Action::SeriesNext | Action::SeriesPrev if self.view != View::Help => {
+                self.series = self.series.step(a == Action::SeriesNext);
+                self.status = Some(format!("history: {}", self.series.title()));
+            }
+            Action::WindowLonger | Action::WindowShorter => {
+                let w = history::WINDOWS;
+                let next = if a == Action::WindowLonger {
+                    w.iter().find(|&&n| n > self.window)
+                } else {
+                    w.iter().rev().find(|&&n| n < self.window)
+                };
+                if let Some(&n) = next {
+                    self.window = n;
+                }
+                self.status = Some(format!("history window: {} intervals", self.window));
             }
             _ => {}
         }

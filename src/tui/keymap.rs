@@ -60,6 +60,14 @@ pub enum Action {
     Newest,
     /// Timeline: fold rows by CPU, LLC or NUMA node.
     Fold,
+    /// Next history chart (Overview).
+    SeriesNext,
+    /// Previous history chart.
+    SeriesPrev,
+    /// Longer history window.
+    WindowLonger,
+    /// Shorter history window.
+    WindowShorter,
     /// Nothing.
     None,
 }
@@ -89,6 +97,11 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     ("[ / ]", "replay speed down / up"),
     ("/", "filter by process name (enter applies, empty clears)"),
+    ("s / S", "history chart: next / previous series (overview)"),
+    (
+        "w / W",
+        "history window: longer / shorter (30 to 600 intervals)",
+    ),
     ("?", "this help"),
     ("q  ctrl-c", "quit"),
 ];
@@ -156,6 +169,10 @@ pub fn action(key: KeyEvent, typing: bool) -> Action {
         KeyCode::Home | KeyCode::Char('g') => Action::Oldest,
         KeyCode::End | KeyCode::Char('G') => Action::Newest,
         KeyCode::Char('f') => Action::Fold,
+        KeyCode::Char('s') => Action::SeriesNext,
+        KeyCode::Char('S') => Action::SeriesPrev,
+        KeyCode::Char('w') => Action::WindowLonger,
+        KeyCode::Char('W') => Action::WindowShorter,
         _ => Action::None,
     }
 }
@@ -187,6 +204,8 @@ mod tests {
         assert_eq!(action(k(KeyCode::Char('i')), false), Action::ZoomIn);
         assert_eq!(action(k(KeyCode::PageDown), false), Action::PageForward);
         assert_eq!(action(k(KeyCode::End), false), Action::Newest);
+        assert_eq!(action(k(KeyCode::Char('s')), false), Action::SeriesNext);
+        assert_eq!(action(k(KeyCode::Char('W')), false), Action::WindowShorter);
         // Typing: letters are text, q does not quit.
         assert_eq!(action(k(KeyCode::Char('q')), true), Action::Char('q'));
         assert_eq!(action(k(KeyCode::Esc), true), Action::Back);

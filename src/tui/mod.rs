@@ -4,12 +4,16 @@
 //! - `app`: the UI state and what each action does to it (one owner: the event loop);
 //! - `keymap`: keys to actions, and the table the help view lists;
 //! - `state`: the adapter from snapshots to domain, group and finding rows;
+//! - `history`: the series the history charts draw, from a window of snapshots;
 //! - `views`: one file per view, reading state only;
 //! - `run`: the event loop and its feeds (live analyzer, replay cursor);
 //! - `timeline`: the timeline view's state and keys, and the finding explained;
 //! - `term`: raw mode, the alternate screen, restoring them on every exit, `NO_COLOR`.
 
 pub mod app;
+pub mod history;
+#[cfg(test)]
+mod history_tests;
 pub mod keymap;
 pub mod run;
 pub mod state;

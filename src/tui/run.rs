@@ -4,7 +4,8 @@
 //! app being its sink; the replay feed walks the snapshots of an analysed recording at the
 //! chosen speed.
 //! The screen is redrawn only when something changed (a snapshot, a key, a resize).
-//! `+`/`-` and `/` reconfigure the live analyzer in place (`Analyzer::reconfigure`).
+//! `+`/`-` and `/` reconfigure the live analyzer in place (`Analyzer::reconfigure`); the
+//! snapshots received so far stay, with a mark where the settings changed.
 
 use super::app::{App, Effect};
 use super::term::{Guard, Palette};
@@ -150,11 +151,13 @@ impl Feed for LiveFeed {
     }
 
     fn reconfigure(&mut self, app: &mut App, interval_ns: u64, comm: Option<String>) {
-        // Snapshots of the old configuration would mix with the new ones: start afresh.
-        app.clear_history();
         let Some(a) = self.driver.analyzer_mut() else {
             return;
         };
+        // The earlier snapshots stay on the charts and for seeking: each carries its own
+        // length, and the mark says where the settings changed. The interval open now is
+        // dropped by the analyzer; the next starts at its latest event time.
+        app.mark_change(a.now_ns());
         let filter = Filter {
             comm,
             ..a.config().filter.clone()

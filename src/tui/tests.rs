@@ -14,7 +14,7 @@ use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use std::path::PathBuf;
 
-const SIZES: [(u16, u16); 2] = [(80, 24), (132, 40)];
+pub(super) const SIZES: [(u16, u16); 2] = [(80, 24), (132, 40)];
 
 fn golden() -> (crate::record::Header, Vec<Snapshot>) {
     let path =
@@ -36,7 +36,7 @@ fn golden() -> (crate::record::Header, Vec<Snapshot>) {
 
 /// The replay app over the recording at `rel` (from the crate root), at its first interval,
 /// with the snapshots it holds.
-fn replay_app(rel: &str, view: View) -> (App, Vec<Snapshot>) {
+pub(super) fn replay_app(rel: &str, view: View) -> (App, Vec<Snapshot>) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel);
     let src = crate::pipeline::Source::file(&path).unwrap();
     let (h, snaps, _) = crate::cmd::replay::analyze_recording(
@@ -67,7 +67,7 @@ fn golden_app(view: View) -> App {
     app
 }
 
-fn render(app: &App, w: u16, h: u16) -> String {
+pub(super) fn render(app: &App, w: u16, h: u16) -> String {
     render_with(app, w, h, Palette { color: false }).0
 }
 
@@ -82,7 +82,7 @@ fn render_with(app: &App, w: u16, h: u16, pal: Palette) -> (String, ratatui::buf
     (text, buf)
 }
 
-fn has(screen: &str, needle: &str) {
+pub(super) fn has(screen: &str, needle: &str) {
     assert!(screen.contains(needle), "'{needle}' on screen:\n{screen}");
 }
 

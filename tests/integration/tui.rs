@@ -470,6 +470,46 @@ fn demo_and_diff_tui() {
         Duration::from_secs(10),
     );
     assert!(s.contains("cpu   0"), "{s}");
+    // The demo: a 4-node lab guest, with the history chart over its intervals.
+    assert!(s.contains("kernel 6.1.0-56-amd64"), "{s}");
+    assert!(s.contains("16 CPUs: llc numa"), "{s}");
+    t.wait_for(
+        &["history: summary", "migrations/s ", "findings ", " now"],
+        Duration::from_secs(5),
+    );
+    t.keys("s");
+    t.wait_for(
+        &["history: migrations/s by reason", "of 30 intervals"],
+        Duration::from_secs(3),
+    );
+    t.keys("w");
+    t.wait_for(
+        &["of 60 intervals", "history window: 60"],
+        Duration::from_secs(3),
+    );
+    t.keys("2");
+    t.wait_for(
+        &["history: llc 0-3", "idle-wait ", "imbalance "],
+        Duration::from_secs(3),
+    );
+    // Smaller: the chart and the footer still fit in 80 columns.
+    let _ = t
+        .tmux()
+        .args(["resize-window", "-t", "demo", "-x", "80", "-y", "24"])
+        .status();
+    t.keys("1");
+    let s = t.wait_for(
+        &["history: migrations/s by reason", "q quit"],
+        Duration::from_secs(3),
+    );
+    assert!(s.lines().all(|l| l.chars().count() <= 80), "{s}");
+    // Back to the width the shell's command line was typed at, so that the screen checked
+    // after the exit shows it on one line.
+    let _ = t
+        .tmux()
+        .args(["resize-window", "-t", "demo", "-x", "100", "-y", "30"])
+        .status();
+    t.wait_for(&["history: migrations/s by reason"], Duration::from_secs(3));
     t.quit_cleanly_with("C-c");
     let golden = "tests/fixtures/recordings/golden-v1.lbs";
     let t = Tmux::start(

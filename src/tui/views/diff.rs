@@ -1,9 +1,11 @@
 //! The diff view (`lbscope diff A B --tui`): the comparison's rows (baseline, new, change,
 //! 95% interval, `*` beyond the noise) scrolling, next to or above the two runs' run-queue
-//! latency histograms side by side.
+//! latency histograms side by side; below, when the screen has room, both runs' history of
+//! the series `s` picks, row by row on one scale.
 
 use crate::diff::Diff;
 use crate::tui::app::App;
+use crate::tui::history;
 use crate::tui::term::Palette;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -14,6 +16,22 @@ use ratatui::Frame;
 pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     let Some(d) = app.diff.as_deref() else {
         return;
+    };
+    let area = match app.diff_runs.as_deref() {
+        Some((a, b)) if area.height >= 16 => {
+            let ca = history::chart(app.series, &app.topo, &a.iter().collect::<Vec<_>>());
+            let cb = history::chart(app.series, &app.topo, &b.iter().collect::<Vec<_>>());
+            let rows = ca.rows.len().max(cb.rows.len()) as u16;
+            let h = (1 + 2 * rows).min(area.height / 3);
+            let [main, hist] =
+                Layout::vertical([Constraint::Min(0), Constraint::Length(h)]).areas(area);
+            let longest = ca.rows.iter().chain(&cb.rows).map(|r| r.label.len()).max();
+            let lay = super::history::Layout::new(hist, 1, longest.unwrap_or(0) + 2);
+            let lines = super::history::paired_lines(&ca, &cb, &lay, h as usize, pal);
+            f.render_widget(Paragraph::new(lines), hist);
+            main
+        }
+        _ => area,
     };
     let (table, hist) = if area.width >= 130 {
         let [a, b] = Layout::horizontal([Constraint::Length(78), Constraint::Min(40)]).areas(area);

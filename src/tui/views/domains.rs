@@ -1,9 +1,12 @@
 //! The domains view: the sched-domain tree (level, span, groups) with each domain's
 //! idle-while-others-wait time and p99 latency, and below it the groups of the selected
-//! domain with what is known of them (rows from `tui::state`).
+//! domain with what is known of them (rows from `tui::state`); between them, when the screen
+//! has room, the selected domain's history (idle-while-others-wait movable and pinned, p99,
+//! the model's imbalance) over the window.
 
-use super::{scroll_start, us, waiting};
+use super::{history_chart, scroll_start, us, waiting};
 use crate::tui::app::App;
+use crate::tui::history;
 use crate::tui::state::{self, DomainRow, MODEL_NA};
 use crate::tui::term::Palette;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -28,9 +31,24 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     let groups = rows[sel].groups.len() as u16;
     // The group table gets its rows, plus header and title, within half the screen.
     let detail_h = (groups + 3).min(area.height / 2).max(4);
-    let [tree, detail] =
-        Layout::vertical([Constraint::Min(3), Constraint::Length(detail_h)]).areas(area);
+    let snaps = app.window_snaps();
+    let chart = history::domain_chart(&rows[sel].level, &rows[sel].span, &snaps);
+    // The chart's title, four rows and axis, when the tree keeps at least 3 rows.
+    let chart_h = if area.height >= detail_h + 9 && !snaps.is_empty() {
+        6
+    } else {
+        0
+    };
+    let [tree, hist, detail] = Layout::vertical([
+        Constraint::Min(3),
+        Constraint::Length(chart_h),
+        Constraint::Length(detail_h),
+    ])
+    .areas(area);
     draw_tree(f, tree, &rows, sel, pal);
+    if chart_h > 0 {
+        history_chart(f, hist, app, &chart, &snaps, 1, pal);
+    }
     draw_groups(f, detail, &rows[sel], pal);
 }
 

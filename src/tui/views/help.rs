@@ -12,11 +12,11 @@ use ratatui::Frame;
 const VIEWS: &[(&str, &str)] = &[
     (
         "1 Overview",
-        "CPUs, migrations/s, runqlat p50/p99, idle-while-wait",
+        "CPUs, migrations/s, runqlat p50/p99, idle-while-wait, history (s, w)",
     ),
     (
         "2 Domains",
-        "sched-domain tree, groups, idle-while-others-wait",
+        "sched-domain tree, groups, the selected domain's history",
     ),
     (
         "3 Latency",

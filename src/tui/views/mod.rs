@@ -6,6 +6,7 @@ mod domains;
 mod explain;
 mod findings;
 mod help;
+pub mod history;
 mod latency;
 mod migrations;
 mod overview;
@@ -131,9 +132,9 @@ fn footer_line(app: &App, pal: Palette) -> Line<'static> {
     } else if app.diff.is_some() {
         "q quit  j/k scroll  ? help"
     } else if matches!(app.source, SourceInfo::Replay(_)) {
-        "q quit  ? help  p pause  <-/-> seek  n step  [/] speed  +/- interval  / filter"
+        "q quit  ? help  p pause  <-/-> seek  n step  [/] speed  +/- interval  / filter  s/w history"
     } else {
-        "q quit  ? help  tab/1-7 views  p pause  +/- interval  / filter"
+        "q quit  ? help  tab/1-7 views  p pause  +/- interval  / filter  s/w history"
     };
     match &app.status {
         Some(st) => Line::from(vec![
@@ -142,6 +143,50 @@ fn footer_line(app: &App, pal: Palette) -> Line<'static> {
         ]),
         None => Line::from(Span::styled(keys, pal.dim())),
     }
+}
+
+/// The history chart of `snaps` (the app's window) in `area`: rows `height` text lines
+/// high, the title's note saying the keys, the window and where settings changed.
+fn history_chart(
+    f: &mut Frame,
+    area: Rect,
+    app: &App,
+    chart: &super::history::Chart,
+    snaps: &[&crate::analyze::Snapshot],
+    height: usize,
+    pal: Palette,
+) {
+    let marks = super::history::marked(snaps, &app.marks);
+    let lay = history::Layout::for_chart(area, height, chart, 0);
+    let k = history::per_column(snaps.len(), lay.width);
+    let keys = if app.view == View::Overview {
+        "s series  w window"
+    } else {
+        "w window"
+    };
+    // What the chart spans first: on a narrow screen the keys are cut, not the figures.
+    let mut note = format!("{} of {} intervals", snaps.len(), app.window);
+    if k > 1 {
+        note.push_str(&format!(", {k} per column"));
+    }
+    let first = snaps.first().map_or(0, |s| s.t_start_ns);
+    if let Some(m) = app.marks.iter().rev().find(|m| m.t_ns >= first) {
+        note.push_str(&format!("  | = changed ({})", m.what));
+    }
+    note.push_str(&format!("  {keys}"));
+    let span = match (snaps.first(), snaps.last()) {
+        (Some(a), Some(b)) => format!(
+            "-{}",
+            secs(b.t_end_ns.saturating_sub(a.t_start_ns) as f64 / 1e9)
+        ),
+        _ => String::new(),
+    };
+    let fr = history::ChartFrame {
+        marks: &marks,
+        span,
+        note,
+    };
+    history::draw(f, area, chart, &fr, (height, app.window), pal);
 }
 
 /// A placeholder when no interval has closed yet.

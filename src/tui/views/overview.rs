@@ -1,9 +1,11 @@
 //! The overview: headline figures of the interval (migrations per second by reason,
 //! run-queue latency p50/p99, idle-while-others-wait, findings, lost events, probe mode),
-//! a recording's metadata in replay, and one cell per CPU (idle or running, tasks waiting).
+//! a recording's metadata in replay, the history chart of the last `window` intervals
+//! (the series `s` picks), and one cell per CPU (idle or running, tasks waiting).
 
-use super::{rate, us, waiting};
+use super::{history_chart, rate, us, waiting};
 use crate::tui::app::{App, SourceInfo};
+use crate::tui::history;
 use crate::tui::state::{self, MODEL_NA};
 use crate::tui::term::Palette;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -89,8 +91,23 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     ]));
     lines.extend(meta_lines(app));
     let head = lines.len() as u16;
-    let [top, grid] = Layout::vertical([Constraint::Length(head), Constraint::Min(0)]).areas(area);
+    let snaps = app.window_snaps();
+    let chart = history::chart(app.series, &app.topo, &snaps);
+    // Two text rows per sparkline on a tall screen; the CPU grid keeps a title and 2 rows.
+    let height = if area.height >= 34 { 2 } else { 1 };
+    let needed = (2 + chart.rows.len() * height) as u16;
+    let room = area.height.saturating_sub(head + 3);
+    let chart_h = if room >= 3 { needed.min(room) } else { 0 };
+    let [top, hist, grid] = Layout::vertical([
+        Constraint::Length(head),
+        Constraint::Length(chart_h),
+        Constraint::Min(0),
+    ])
+    .areas(area);
     f.render_widget(Paragraph::new(lines), top);
+    if chart_h > 0 {
+        history_chart(f, hist, app, &chart, &snaps, height, pal);
+    }
     cpu_grid(f, grid, app, pal);
 }
 
