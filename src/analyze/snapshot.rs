@@ -68,6 +68,13 @@ pub struct Snapshot {
     /// 20 by count.
     #[serde(default)]
     pub migrations_by_cgroup: Vec<CgroupMigrations>,
+    /// The balancer's counters of the interval in schedstat's vocabulary, per level and
+    /// idle type (absent when the source streams no balancer event).
+    #[serde(
+        default,
+        skip_serializing_if = "super::counters::BalancerCounters::is_empty"
+    )]
+    pub balancer_counters: super::counters::BalancerCounters,
 }
 
 /// An idle-while-others-wait share of the interval from which a domain is a [`Signal`].
