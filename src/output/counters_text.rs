@@ -21,7 +21,8 @@ fn pair(ours: Option<u64>, kernel: Option<u64>) -> String {
 fn line(w: &mut impl Write, r: &ComparedRow, calls: bool) -> io::Result<()> {
     let o = r.lbscope.as_ref();
     let k = r.kernel.as_ref();
-    let call = |f: fn(&crate::analyze::counters::Counts) -> u64| o.filter(|_| calls).map(|o| f(&o.counts));
+    let call =
+        |f: fn(&crate::analyze::counters::Counts) -> u64| o.filter(|_| calls).map(|o| f(&o.counts));
     let imb = o.filter(|_| calls).map(|o| {
         let i = &o.imbalance;
         format!("{}/{}/{}/{}", i.load, i.util, i.task, i.misfit)
@@ -43,7 +44,10 @@ fn line(w: &mut impl Write, r: &ComparedRow, calls: bool) -> io::Result<()> {
 
 /// Writes the run's counters.
 pub fn counters(r: &RunReport, w: &mut impl Write) -> io::Result<()> {
-    writeln!(w, "balancer counters over the run, per domain level and idle type")?;
+    writeln!(
+        w,
+        "balancer counters over the run, per domain level and idle type"
+    )?;
     let ours = match r.calls_recorded {
         true => "lbscope: the balancer's calls (fentry/fexit on sched_balance_rq or load_balance) and moves (detach_task)",
         false => "lbscope: the balancer's moves (detach_task) and searches only; its calls were not recorded (lb_count, lb_balanced, lb_failed: -)",
@@ -59,11 +63,22 @@ pub fn counters(r: &RunReport, w: &mut impl Write) -> io::Result<()> {
         (None, Some(why)) => writeln!(w, "  kernel: - ({why})")?,
         (None, None) => {}
     }
-    writeln!(w, "  each cell: \"N =\" both agree, else lbscope's then the kernel's")?;
+    writeln!(
+        w,
+        "  each cell: \"N =\" both agree, else lbscope's then the kernel's"
+    )?;
     writeln!(
         w,
         "  {:<8} {:<10} {:>15} {:>15} {:>15} {:>15} {:>8} {:>19} {:>9}",
-        "level", "idle", "lb_count", "lb_balanced", "lb_failed", "lb_gained", "searches", "imb load/util/task/misfit", "kernel"
+        "level",
+        "idle",
+        "lb_count",
+        "lb_balanced",
+        "lb_failed",
+        "lb_gained",
+        "searches",
+        "imb load/util/task/misfit",
+        "kernel"
     )?;
     for row in &r.rows {
         line(w, row, r.calls_recorded)?;
@@ -102,7 +117,11 @@ pub fn counters(r: &RunReport, w: &mut impl Write) -> io::Result<()> {
         )?;
     }
     if r.lost_events > 0 {
-        writeln!(w, "  {} events were lost: lbscope's counts may fall short", r.lost_events)?;
+        writeln!(
+            w,
+            "  {} events were lost: lbscope's counts may fall short",
+            r.lost_events
+        )?;
     }
     if !r.active.is_empty() || r.stopper_runs > 0 {
         let cells: Vec<String> = r
@@ -123,7 +142,11 @@ pub fn counters(r: &RunReport, w: &mut impl Write) -> io::Result<()> {
             w,
             "  active balance: the stopper ran {} times; {}",
             r.stopper_runs,
-            if cells.is_empty() { "nothing pushed".to_string() } else { cells.join("; ") }
+            if cells.is_empty() {
+                "nothing pushed".to_string()
+            } else {
+                cells.join("; ")
+            }
         )?;
     }
     if !r.gained_by_migrations.is_empty() {

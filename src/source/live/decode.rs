@@ -6,7 +6,8 @@ use super::kallsyms::Kallsyms;
 use super::skel::types as t;
 use crate::cpuset::CpuSet;
 use crate::event::{
-    Balance, BalanceCall, BalanceOrigin, CpuIdleType, Event, EventKind, MigrateContext, MigrationType, NumaOp,
+    Balance, BalanceCall, BalanceOrigin, CpuIdleType, Event, EventKind, MigrateContext,
+    MigrationType, NumaOp,
 };
 use crate::reason::{classify_frames, Resolver, StackClass};
 use std::collections::HashMap;

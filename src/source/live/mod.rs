@@ -5,9 +5,9 @@
 pub mod cgroups;
 mod decode;
 mod fold;
-mod schedstat;
 pub mod hooks;
 pub mod kallsyms;
+mod schedstat;
 mod skel;
 
 use crate::event::{Event, EventKind};
