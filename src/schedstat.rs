@@ -281,7 +281,7 @@ pub fn delta(start: &Schedstat, end: &Schedstat) -> (Vec<CpuStat>, usize) {
                     domains.push(DomainStat {
                         index: de.index,
                         name: de.name.clone(),
-                        span: de.span.clone(),
+                        span: de.span,
                         by_idle,
                         alb_count: w(de.alb_count, ds.alb_count),
                         alb_failed: w(de.alb_failed, ds.alb_failed),
