@@ -15,7 +15,7 @@
 
 use crate::cpuset::CpuSet;
 use crate::event::CpuIdleType;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The idle types in lbscope's report order: busy, idle, newly idle.
 pub const IDLE_ORDER: [CpuIdleType; 3] = [
@@ -34,7 +34,7 @@ pub fn idle_index(i: CpuIdleType) -> usize {
 }
 
 /// The balancer's counters of one domain for one idle type.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IdleCounters {
     pub lb_count: u64,
     pub lb_balanced: u64,

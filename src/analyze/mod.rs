@@ -317,7 +317,8 @@ impl Analyzer {
             return None;
         }
         let start = self.start?;
-        let snap = self.close(self.now.max(start), true);
+        let mut snap = self.close(self.now.max(start), true);
+        snap.balancer_counters_run = Some(self.run_counters()).filter(|r| !r.is_empty());
         self.start = None;
         Some(snap)
     }
@@ -385,6 +386,7 @@ impl Analyzer {
             runqlat_by_cgroup: lat.by_cgroup,
             migrations_by_cgroup: self.cgroups.take_moves(),
             balancer_counters: self.counters.take(&self.topo),
+            balancer_counters_run: None,
         };
         self.start = Some(end);
         self.dirty = false;

@@ -6,11 +6,11 @@ use super::counters::{idle_name, BalancerCounters, Counts, Imbalance};
 use crate::event::SchedstatText;
 use crate::schedstat::{self, IdleCounters, IDLE_ORDER};
 use crate::topology::IndexedTopology;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// lbscope's figures of one level and idle type.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ours {
     #[serde(flatten)]
     pub counts: Counts,
@@ -22,10 +22,10 @@ pub struct Ours {
 }
 
 /// One level and idle type, lbscope's counts and the kernel's.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ComparedRow {
     pub level: String,
-    pub idle: &'static str,
+    pub idle: String,
     /// `None` when lbscope counted nothing there.
     pub lbscope: Option<Ours>,
     /// The kernel's difference, summed over the level's CPUs; `None` without schedstat reads.
@@ -33,7 +33,7 @@ pub struct ComparedRow {
 }
 
 /// Active balances of one level.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActiveRow {
     pub level: String,
     /// Tasks the stopper pushed, from its `detach_task` events.
@@ -44,7 +44,7 @@ pub struct ActiveRow {
 }
 
 /// What the kernel's reads gave.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelReads {
     /// The file's version (15, 16 or 17).
     pub schedstat_version: u32,
@@ -57,7 +57,7 @@ pub struct KernelReads {
 }
 
 /// The run's balancer counters, lbscope's and the kernel's.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunReport {
     /// The balancer's calls were recorded (fentry/fexit on sched_balance_rq): without them
     /// only lb_gained and the searches are lbscope's.
@@ -128,7 +128,7 @@ impl RunReport {
         for r in &ours.rows {
             rows.push(ComparedRow {
                 level: r.level.clone(),
-                idle: idle_of(&r.idle),
+                idle: r.idle.clone(),
                 lbscope: Some(Ours {
                     counts: r.counts,
                     searches: r.searches,
@@ -144,7 +144,7 @@ impl RunReport {
                 Some(r) => r.kernel = Some(k),
                 None => rows.push(ComparedRow {
                     level,
-                    idle,
+                    idle: idle.to_string(),
                     lbscope: None,
                     kernel: Some(k),
                 }),
@@ -160,7 +160,7 @@ impl RunReport {
                 .position(|t| idle_name(*t) == i)
                 .unwrap_or(3)
         };
-        rows.sort_by_key(|r| (order(&r.level), r.level.clone(), idle_pos(r.idle)));
+        rows.sort_by_key(|r| (order(&r.level), r.level.clone(), idle_pos(&r.idle)));
         let mut active: Vec<ActiveRow> = ours
             .alb_pushed
             .iter()
@@ -243,13 +243,4 @@ fn by_level(delta: &[schedstat::CpuStat], topo: &IndexedTopology) -> (KernelRows
             .map(|((_, n), v)| (n, v))
             .collect(),
     )
-}
-
-/// The static name of an idle type's name.
-fn idle_of(s: &str) -> &'static str {
-    IDLE_ORDER
-        .iter()
-        .map(|t| idle_name(*t))
-        .find(|n| *n == s)
-        .unwrap_or("unknown")
 }

@@ -83,9 +83,7 @@ fn report_with(
         }
     }
     let mut out = printer.into_inner();
-    if let Some(a) = driver.analyzer() {
-        print_counters(&a.run_counters(), args.json, &mut out)?;
-    }
+
     if let Some(v) = validation {
         print_validation(v, args.json, what, &mut out)?;
     }
@@ -126,28 +124,6 @@ fn report(
     what: &str,
 ) -> Result<crate::record::Damage, CmdError> {
     report_with(args, src, interval_ns, what, &mut [])
-}
-
-/// Prints the run's balancer counters after the intervals (nothing when the run has no
-/// balancer event and no schedstat read).
-fn print_counters(
-    r: &crate::analyze::run_counters::RunReport,
-    json: bool,
-    out: &mut impl Write,
-) -> Result<(), CmdError> {
-    if r.is_empty() {
-        return Ok(());
-    }
-    if json {
-        serde_json::to_writer(&mut *out, &serde_json::json!({ "balancer_counters": r }))
-            .map_err(std::io::Error::other)?;
-        writeln!(out)?;
-    } else {
-        writeln!(out)?;
-        crate::output::counters_text::counters(r, out)?;
-    }
-    out.flush()?;
-    Ok(())
 }
 
 /// Prints validation mode's figures after the intervals; fails when the run held no

@@ -269,12 +269,23 @@ fn the_run_counts_between_the_reads() {
         .sum();
     assert_eq!(all, 7);
     let r = a.run_counters();
+    // The run's last interval carries the run's counters, the earlier ones none.
+    assert_eq!(
+        snaps.last().unwrap().balancer_counters_run.as_ref(),
+        Some(&r)
+    );
+    assert!(snaps[..snaps.len() - 1]
+        .iter()
+        .all(|s| s.balancer_counters_run.is_none()));
     assert_eq!(
         r.kernel_missing.as_deref().map(|m| m.contains("schedstat")),
         Some(true)
     );
     let ours = r.rows[0].lbscope.as_ref().unwrap();
-    assert_eq!((r.rows[0].level.as_str(), r.rows[0].idle), ("llc", "idle"));
+    assert_eq!(
+        (r.rows[0].level.as_str(), r.rows[0].idle.as_str()),
+        ("llc", "idle")
+    );
     assert_eq!(ours.counts, counts(4, 1, 1, 1));
     assert_eq!(ours.in_flight, counts(1, 2, 0, 0));
 }
