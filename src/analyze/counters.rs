@@ -94,6 +94,9 @@ pub struct CounterRow {
     pub imbalance: Imbalance,
     /// Calls whose imbalance cannot be told (see the module's header).
     pub imbalance_undetermined: u64,
+    /// Their searches' imbalance: the kernel added all, part or none of it.
+    #[serde(default)]
+    pub imbalance_undetermined_amount: Imbalance,
     /// Counts whose moment fell inside a `/proc/schedstat` read, left out of `counts`
     /// (run totals only; zero per interval).
     #[serde(default, skip_serializing_if = "is_zero_counts")]
@@ -194,6 +197,7 @@ struct Row {
     searches: u64,
     imbalance: Imbalance,
     undetermined: u64,
+    undetermined_amount: Imbalance,
 }
 
 /// The counting, over an interval (no window) or a run (the schedstat window).
@@ -364,7 +368,10 @@ impl Counter {
             let row = self.rows.entry(key).or_default();
             match went_on {
                 true => row.imbalance.add(s.migration_type, s.imbalance),
-                false => row.undetermined += 1,
+                false => {
+                    row.undetermined += 1;
+                    row.undetermined_amount.add(s.migration_type, s.imbalance);
+                }
             }
         }
     }
@@ -387,6 +394,7 @@ impl Counter {
                 searches: r.searches,
                 imbalance: r.imbalance,
                 imbalance_undetermined: r.undetermined,
+                imbalance_undetermined_amount: r.undetermined_amount,
                 in_flight: r.in_flight,
             })
             .collect();

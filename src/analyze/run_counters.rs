@@ -17,6 +17,9 @@ pub struct Ours {
     pub searches: u64,
     pub imbalance: Imbalance,
     pub imbalance_undetermined: u64,
+    /// Their searches' imbalance: the kernel's figure lies between `imbalance` and
+    /// `imbalance` plus this.
+    pub imbalance_undetermined_amount: Imbalance,
     /// Counts left out because their moment fell inside a schedstat read.
     pub in_flight: Counts,
 }
@@ -134,6 +137,7 @@ impl RunReport {
                     searches: r.searches,
                     imbalance: r.imbalance,
                     imbalance_undetermined: r.imbalance_undetermined,
+                    imbalance_undetermined_amount: r.imbalance_undetermined_amount,
                     in_flight: r.in_flight,
                 }),
                 kernel: None,

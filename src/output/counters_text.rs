@@ -111,9 +111,15 @@ pub fn counters(r: &RunReport, w: &mut impl Write) -> io::Result<()> {
         .map(|o| o.imbalance_undetermined)
         .sum();
     if undetermined > 0 {
+        let amount: u64 = r
+            .rows
+            .iter()
+            .filter_map(|row| row.lbscope.as_ref())
+            .map(|o| o.imbalance_undetermined_amount.total())
+            .sum();
         writeln!(
             w,
-            "  imbalance: {undetermined} calls found a busiest group, moved nothing and did not fail (no busiest queue, or all tasks pinned): their imbalance is not counted"
+            "  imbalance: {undetermined} calls found a busiest group, moved nothing and did not fail (no busiest queue, or all tasks pinned): their {amount} of imbalance is not counted (the kernel counts it where the tasks were pinned)"
         )?;
     }
     if r.lost_events > 0 {

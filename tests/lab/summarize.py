@@ -198,6 +198,10 @@ def check_schedstat(a, out, snaps, counters):
             for c, at in SCHEDSTAT_FIELDS.items():
                 i = at[v1] if isinstance(at, dict) else at
                 row[c] += (nums[i] - start[key][1][idle][i]) % (1 << 32)
+            # lb_imbalance: one field before version 17, four (by migration type) from it.
+            imb = range(3, 7) if v1 == 17 else range(3, 4)
+            row["lb_imbalance"] = row.get("lb_imbalance", 0) + sum(
+                (nums[i] - start[key][1][idle][i]) % (1 << 32) for i in imb)
     ours = {(r["level"], r["idle"]): r["lbscope"] for r in counters[-1]["rows"] if r["lbscope"]}
     rows, ok = [], True
     for key in sorted(set(kernel) | set(ours)):
@@ -214,8 +218,27 @@ def check_schedstat(a, out, snaps, counters):
                 fail(a, f"schedstat {key[0]} {key[1]} {c}: lbscope {ov}, kernel {kv} "
                         f"({flight} in flight during a read)")
                 ok = False
+    # The imbalance: lbscope counts what it can tell the kernel added, and apart what the
+    # kernel added or not (calls with no busiest queue or only pinned tasks): the kernel's
+    # figure must lie between the two.
+    imbalance = []
+    for key in sorted(set(kernel) | set(ours)):
+        kv = (kernel.get(key) or {}).get("lb_imbalance", 0)
+        o = ours.get(key) or {}
+        lo = sum((o.get("imbalance") or {}).values())
+        hi = lo + sum((o.get("imbalance_undetermined_amount") or {}).values())
+        if kv == lo == 0:
+            continue
+        imbalance.append({"level": key[0], "idle": key[1], "lbscope": lo,
+                          "lbscope_with_undetermined": hi, "kernel": kv})
+        if not lo <= kv <= hi:
+            fail(a, f"schedstat {key[0]} {key[1]} lb_imbalance: kernel {kv}, lbscope {lo} "
+                    f"to {hi} with the undetermined calls")
+            ok = False
     out["schedstat"] = {"version": v1, "rows": rows, "equal": sum(r["equal"] for r in rows),
-                        "compared": len(rows), "lost_events": counters[-1]["lost_events"]}
+                        "compared": len(rows), "lost_events": counters[-1]["lost_events"],
+                        "imbalance": imbalance,
+                        "imbalance_equal": sum(r["lbscope"] == r["kernel"] for r in imbalance)}
     return ok
 
 

@@ -196,6 +196,13 @@ fn each_call_counts_once_as_the_kernel_does() {
         }
     );
     assert_eq!(busy.imbalance_undetermined, 1);
+    assert_eq!(
+        busy.imbalance_undetermined_amount,
+        Imbalance {
+            util: 300,
+            ..Imbalance::default()
+        }
+    );
     let numa = row(c, "numa", "idle");
     assert_eq!(numa.counts, counts(1, 1, 0, 0));
     assert_eq!((numa.searches, numa.imbalance.util), (2, 55));
