@@ -220,6 +220,119 @@ int BPF_PROG(lb_search_old, struct lb_env *env, struct sched_group *ret)
 	return 0;
 }
 
+/* The balancer call in progress on this CPU: its entry time and whether it went through the
+ * failed branch. Calls do not nest on a CPU (newly idle ones run with interrupts off, the
+ * others in the balancer softirq). */
+struct lb_call {
+	__u64 entry;
+	__u32 failed;
+	/* The call's arguments, kept at entry for a kretprobe's exit (which does not see
+	 * them): this_cpu, idle, sd. */
+	__s32 this_cpu;
+	__u32 idle;
+	__u32 pad;
+	__u64 sd;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lb_call);
+} call_state SEC(".maps");
+
+static __always_inline struct lb_call *call_entry(void)
+{
+	__u32 zero = 0;
+	struct lb_call *c = bpf_map_lookup_elem(&call_state, &zero);
+
+	if (c) {
+		c->entry = bpf_ktime_get_ns();
+		c->failed = 0;
+	}
+	return c;
+}
+
+static __always_inline void call_exit(int this_cpu, struct sched_domain *sd, __u32 idle, int ret)
+{
+	__u32 zero = 0;
+	struct lb_call *c = bpf_map_lookup_elem(&call_state, &zero);
+	struct lbs_balance_call *e;
+	__u64 now = bpf_ktime_get_ns(), len;
+
+	if (!c || !c->entry || c->entry > now)
+		return;
+	if (origin_wanted && !origin_on) {
+		c->entry = 0;
+		return;
+	}
+	e = bpf_ringbuf_reserve(&balance_events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&lost, 1);
+		c->entry = 0;
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	len = now - c->entry;
+	e->h.ts = c->entry;
+	e->h.kind = LBS_BALANCE_CALL;
+	e->h.flags = origin_flags();
+	e->h.cpu = bpf_get_smp_processor_id();
+	e->level = BPF_CORE_READ(sd, level);
+	e->sd_weight = BPF_CORE_READ(sd, span_weight);
+	e->idle = wire_idle(idle);
+	e->this_cpu = this_cpu;
+	e->moved = ret > 0 ? ret : 0;
+	e->failed = c->failed;
+	e->len_ns = len > 0xffffffff ? 0xffffffff : len;
+	c->entry = 0;
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* The balancer proper, under both names: one record per call, at its exit. */
+SEC("fentry/sched_balance_rq")
+int BPF_PROG(lb_call_new_entry)
+{
+	call_entry();
+	return 0;
+}
+
+SEC("fexit/sched_balance_rq")
+int BPF_PROG(lb_call_new, int this_cpu, struct rq *this_rq, struct sched_domain *sd,
+	     enum cpu_idle_type idle, int *continue_balancing, int ret)
+{
+	call_exit(this_cpu, sd, idle, ret);
+	return 0;
+}
+
+SEC("fentry/load_balance")
+int BPF_PROG(lb_call_old_entry)
+{
+	call_entry();
+	return 0;
+}
+
+SEC("fexit/load_balance")
+int BPF_PROG(lb_call_old, int this_cpu, struct rq *this_rq, struct sched_domain *sd,
+	     enum cpu_idle_type idle, int *continue_balancing, int ret)
+{
+	call_exit(this_cpu, sd, idle, ret);
+	return 0;
+}
+
+/* Asked only in the branch of the call that counts lb_failed (nothing moved, tasks not all
+ * pinned), and again only after an active balance was started there. */
+SEC("fentry/need_active_balance")
+int BPF_PROG(lb_call_failed)
+{
+	__u32 zero = 0;
+	struct lb_call *c = bpf_map_lookup_elem(&call_state, &zero);
+
+	if (c && c->entry)
+		c->failed = 1;
+	return 0;
+}
+
 /* A task the balancer moves (periodic, nohz or newidle pass). */
 SEC("fentry/detach_task")
 int BPF_PROG(lb_detach, struct task_struct *p, struct lb_env *env)
@@ -441,6 +554,70 @@ SEC("kretprobe/find_busiest_group")
 int BPF_KRETPROBE(kp_search_old, struct sched_group *ret)
 {
 	kp_search_exit(ctx, ret == NULL);
+	return 0;
+}
+
+/* The balancer proper by kprobe: the entry keeps the arguments for the exit. A call whose
+ * entry was skipped (another BPF program held the CPU) is not sent; one whose exit was
+ * skipped is overwritten by the next entry. */
+static __always_inline void kp_call_entry(int this_cpu, struct sched_domain *sd, __u32 idle)
+{
+	struct lb_call *c = call_entry();
+
+	if (c) {
+		c->this_cpu = this_cpu;
+		c->idle = idle;
+		c->sd = (__u64)sd;
+	}
+}
+
+static __always_inline void kp_call_exit(int ret)
+{
+	__u32 zero = 0;
+	struct lb_call *c = bpf_map_lookup_elem(&call_state, &zero);
+
+	if (c && c->entry)
+		call_exit(c->this_cpu, (struct sched_domain *)c->sd, c->idle, ret);
+}
+
+SEC("kprobe/sched_balance_rq")
+int BPF_KPROBE(kp_call_new_entry, int this_cpu, struct rq *this_rq, struct sched_domain *sd,
+	       enum cpu_idle_type idle)
+{
+	kp_call_entry(this_cpu, sd, idle);
+	return 0;
+}
+
+SEC("kretprobe/sched_balance_rq")
+int BPF_KRETPROBE(kp_call_new, int ret)
+{
+	kp_call_exit(ret);
+	return 0;
+}
+
+SEC("kprobe/load_balance")
+int BPF_KPROBE(kp_call_old_entry, int this_cpu, struct rq *this_rq, struct sched_domain *sd,
+	       enum cpu_idle_type idle)
+{
+	kp_call_entry(this_cpu, sd, idle);
+	return 0;
+}
+
+SEC("kretprobe/load_balance")
+int BPF_KRETPROBE(kp_call_old, int ret)
+{
+	kp_call_exit(ret);
+	return 0;
+}
+
+SEC("kprobe/need_active_balance")
+int BPF_KPROBE(kp_call_failed)
+{
+	__u32 zero = 0;
+	struct lb_call *c = bpf_map_lookup_elem(&call_state, &zero);
+
+	if (c && c->entry)
+		c->failed = 1;
 	return 0;
 }
 

@@ -52,6 +52,7 @@ struct lbs_numa _lbs_numa = {};
 struct lbs_task _lbs_task = {};
 struct lbs_affinity _lbs_affinity = {};
 struct lbs_balance _lbs_balance = {};
+struct lbs_balance_call _lbs_balance_call = {};
 struct lbs_hist _lbs_hist = {};
 struct lbs_proc_key _lbs_proc_key = {};
 struct lbs_fold_ctl _lbs_fold_ctl = {};

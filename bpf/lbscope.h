@@ -29,6 +29,7 @@ enum lbs_kind {
 	LBS_AFFINITY = 12,
 	LBS_EXIT = 13,
 	LBS_BALANCE = 14, /* from bpf/balancer.bpf.c's own ring buffer */
+	LBS_BALANCE_CALL = 15, /* likewise */
 };
 
 /* lbs_migrate.flags */
@@ -166,6 +167,22 @@ struct lbs_balance {
 	/* A search's own length, entry to exit (ns, 0 when unknown or not a search): the kernel
 	 * reads the CPUs one after another within it. */
 	__u32 search_ns;
+};
+
+/* LBS_BALANCE_CALL: one call of sched_balance_rq (load_balance before 6.10) on one domain,
+ * stamped at its entry. idle: as in lbs_balance; this_cpu: the CPU balanced for; moved: the
+ * call's return value (ld_moved); failed: need_active_balance() was asked during the call,
+ * which the kernel does exactly where it counts lb_failed; len_ns: entry to exit. */
+struct lbs_balance_call {
+	struct lbs_hdr h;
+	__u32 level;
+	__u32 sd_weight;
+	__u32 idle;
+	__u32 this_cpu;
+	__u32 moved;
+	__u32 failed;
+	__u32 len_ns;
+	__u32 pad;
 };
 
 /* Folded run-queue latency (live --fold): the analyzer's own buckets, runqlat's log2

@@ -228,6 +228,13 @@ pub enum EventKind {
     /// when no busiest group was found) or at `detach_task` (`pid` Some: the task it moves).
     /// `cpu` is where the balancer runs (normally `dst_cpu`).
     Balance(Box<Balance>),
+    /// One whole call of the balancer on one domain (`sched_balance_rq`, `load_balance` before
+    /// 6.10), from its entry (the event's time) to its exit (fentry mode only): what the
+    /// kernel's schedstat counts per call. `cpu` is where it ran.
+    BalanceCall(Box<BalanceCall>),
+    /// A snapshot of `/proc/schedstat` as the kernel printed it, taken by the source at the
+    /// start or the end of a run. The event's time is when the read began.
+    Schedstat(Box<SchedstatText>),
     /// Run-queue latency folded in the kernel since the previous `Fold` (live `--fold`): the
     /// source streams no per-task wait, so the analyzer takes latency from these alone. A
     /// folded source sends an empty one first, before any other event.
@@ -288,6 +295,50 @@ pub struct Balance {
     /// reads the CPUs' state one after another within it. `None` when not recorded (older
     /// recordings) or not a search.
     pub search_ns: Option<u32>,
+}
+
+/// One call of the balancer on one domain, as [`EventKind::BalanceCall`] carries it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BalanceCall {
+    /// `sd->level` of the domain balanced.
+    pub level: u32,
+    /// `sd->span_weight`: CPUs the domain spans (names the domain where `level` counts levels
+    /// the kernel dropped as degenerate).
+    pub sd_weight: u32,
+    /// The call's idle type.
+    pub idle: CpuIdleType,
+    /// `this_cpu`: the CPU balanced for, whose domain `sd` is (the one pulling; under a nohz
+    /// idle balance not the CPU running the code).
+    pub this_cpu: u32,
+    /// The call's return value, `ld_moved`: tasks moved (0: the kernel counts the call as
+    /// balanced or failed).
+    pub moved: u32,
+    /// The call went through the kernel's failed branch (`need_active_balance` was asked,
+    /// which the kernel does exactly where it counts `lb_failed`).
+    pub failed: bool,
+    /// Where the call ran (see [`Balance::origin`]).
+    pub origin: Option<BalanceOrigin>,
+    /// From entry to exit, ns (saturating at `u32::MAX`).
+    pub len_ns: u32,
+}
+
+impl BalanceCall {
+    /// When the call returned (entry time + length).
+    pub fn exit_ns(&self, entry_ns: u64) -> u64 {
+        entry_ns.saturating_add(u64::from(self.len_ns))
+    }
+}
+
+/// `/proc/schedstat` as read at the start or end of a run ([`EventKind::Schedstat`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchedstatText {
+    /// Taken at the run's end (else its start).
+    pub end: bool,
+    /// How long the read took, ns: the kernel printed each CPU's counters at some instant
+    /// between the event's time and this much later.
+    pub read_ns: u64,
+    /// The file's text, unparsed.
+    pub text: String,
 }
 
 /// The code path a balancer pass runs in, as the balancer hooks see it (bpf/balancer.bpf.c):

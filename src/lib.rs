@@ -17,6 +17,7 @@ pub mod output;
 pub mod pipeline;
 pub mod reason;
 pub mod record;
+pub mod schedstat;
 pub mod source;
 pub mod topology;
 pub mod tui;

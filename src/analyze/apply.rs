@@ -110,6 +110,7 @@ impl Analyzer {
                 }
                 let how = (*reason, *source == ReasonSource::Context, *stack_id);
                 let counted = self.count_migration(*pid, *src_cpu, *dst_cpu, level, how);
+                self.run_counters.migration(ts, *reason, level);
                 // One lookup of its entry: its count in the interval, its cgroup, and whether
                 // it waits.
                 let exited = &self.exited;
@@ -175,6 +176,14 @@ impl Analyzer {
                 }
             }
             EventKind::Fold(f) => self.on_fold(f),
+            EventKind::Balance(_) | EventKind::BalanceCall(_) => {
+                self.counters.push(&self.topo, ev);
+                self.run_counters.push(&self.topo, ev);
+            }
+            EventKind::Schedstat(s) => {
+                self.run_counters.push(&self.topo, ev);
+                self.schedstat[usize::from(s.end)] = Some((ts, (**s).clone()));
+            }
             EventKind::Lost { count } => {
                 self.lost += count;
                 self.lost_total += count;
@@ -184,7 +193,6 @@ impl Analyzer {
             // never reach this point.
             EventKind::BalanceSoftirq { .. }
             | EventKind::Numa { .. }
-            | EventKind::Balance(_)
             | EventKind::Switch { .. }
             | EventKind::Wakeup { .. }
             | EventKind::NrRunning { .. }

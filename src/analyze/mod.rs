@@ -29,9 +29,11 @@
 
 mod apply;
 mod cgroups;
+pub mod counters;
 mod filter;
 mod folded;
 mod hist;
+pub mod run_counters;
 
 mod idle;
 mod latency;
@@ -114,6 +116,12 @@ pub struct Analyzer {
     /// The balancer model, which also holds the one task table (with the analyzer's part of
     /// each entry).
     model: Model<TaskState>,
+    /// The balancer's counters of the open interval.
+    counters: counters::Counter,
+    /// The balancer's counters of the whole run, over the window of its schedstat reads.
+    run_counters: counters::Counter,
+    /// The run's `/proc/schedstat` reads (start, end): their time and text.
+    schedstat: [Option<(u64, crate::event::SchedstatText)>; 2],
 }
 
 impl Analyzer {
@@ -147,6 +155,9 @@ impl Analyzer {
             dropped_folds: 0,
             thread_names: IdMap::default(),
             model,
+            counters: counters::Counter::default(),
+            run_counters: counters::Counter::windowed(),
+            schedstat: [None, None],
             topo: IndexedTopology::new(topology),
             config,
         }
@@ -242,6 +253,18 @@ impl Analyzer {
         self.cgroups.seen()
     }
 
+    /// The balancer's counters over the whole run so far (over the window between its
+    /// `/proc/schedstat` reads when it has them), beside the kernel's own difference.
+    pub fn run_counters(&self) -> run_counters::RunReport {
+        let mut c = self.run_counters.clone();
+        run_counters::RunReport::new(
+            c.take(&self.topo),
+            &self.schedstat,
+            &self.topo,
+            self.lost_total,
+        )
+    }
+
     /// Events lost since the analysis started.
     pub fn lost_total(&self) -> u64 {
         self.lost_total
@@ -308,7 +331,8 @@ impl Analyzer {
             return None;
         }
         let start = self.start?;
-        let snap = self.close(self.now.max(start), true);
+        let mut snap = self.close(self.now.max(start), true);
+        snap.balancer_counters_run = Some(self.run_counters()).filter(|r| !r.is_empty());
         self.start = None;
         Some(snap)
     }
@@ -375,6 +399,8 @@ impl Analyzer {
             migrations_by_task,
             runqlat_by_cgroup: lat.by_cgroup,
             migrations_by_cgroup: self.cgroups.take_moves(),
+            balancer_counters: self.counters.take(&self.topo),
+            balancer_counters_run: None,
         };
         self.start = Some(end);
         self.dirty = false;

@@ -68,6 +68,18 @@ pub struct Snapshot {
     /// 20 by count.
     #[serde(default)]
     pub migrations_by_cgroup: Vec<CgroupMigrations>,
+    /// The balancer's counters of the interval in schedstat's vocabulary, per level and
+    /// idle type (absent when the source streams no balancer event).
+    #[serde(
+        default,
+        skip_serializing_if = "super::counters::BalancerCounters::is_empty"
+    )]
+    pub balancer_counters: super::counters::BalancerCounters,
+    /// The last snapshot of a run only (a recording's end, Ctrl-C): the balancer's counters
+    /// over the whole run beside the kernel's `/proc/schedstat` difference; absent when the
+    /// run has no balancer event, no balancer migration and no schedstat read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balancer_counters_run: Option<super::run_counters::RunReport>,
 }
 
 /// An idle-while-others-wait share of the interval from which a domain is a [`Signal`].

@@ -83,6 +83,7 @@ fn report_with(
         }
     }
     let mut out = printer.into_inner();
+
     if let Some(v) = validation {
         print_validation(v, args.json, what, &mut out)?;
     }
@@ -216,11 +217,12 @@ fn thread_cpu_ns() -> Option<u64> {
 #[cfg(feature = "bpf")]
 fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
     use crate::pipeline::sinks::Recorder;
-    let cfg = settings::live_config(
+    let mut cfg = settings::live_config(
         &args.collect,
         args.output.is_some(),
         Some((args.fold.when, &args.filter)),
     )?;
+    cfg.schedstat = true;
     let topo = crate::topology::Topology::detect()?;
     settings::filter(&args.filter, &topo, true)?;
     if let Some(o) = &args.output {

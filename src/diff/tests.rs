@@ -87,6 +87,8 @@ fn snaps(ivs: &[Iv]) -> Vec<Snapshot> {
                 runqlat_by_process: vec![],
                 runqlat_by_cgroup: vec![],
                 migrations_by_cgroup: vec![],
+                balancer_counters: Default::default(),
+                balancer_counters_run: None,
                 idle_while_waiting: iv
                     .idle
                     .iter()

@@ -36,7 +36,12 @@ pub fn render_text(
     writeln!(w)?;
     super::model_text::findings(s, w)?;
     writeln!(w)?;
-    lost(s, w)
+    lost(s, w)?;
+    if let Some(r) = &s.balancer_counters_run {
+        writeln!(w)?;
+        super::counters_text::counters(r, w)?;
+    }
+    Ok(())
 }
 
 /// `HH:MM:SS` of a monotonic timestamp, UTC.

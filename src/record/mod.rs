@@ -65,6 +65,11 @@
 //!                      pid (0 = a busiest-group search, else the detached task's pid+1)
 //!   18 Pelt + util_est rq_cpu load_avg runnable_avg util_avg util_est (kind 8 without it)
 //!   19 Cgroup          pid id:varint path:str (empty: not named)
+//!   20 Fold            (folded latency histograms, see codec)
+//!   21 BalanceCall     level sd_weight idle:u8 (kernel numbering) this_cpu moved
+//!                      flags:u8 (bit0 failed, bits1-2 origin: 0 unknown, 1 own, 2 nohz,
+//!                      3 stopper) len_ns
+//!   22 Schedstat       end:u8 (0 start, 1 end) read_ns:varint text:string
 //!   reason codes: 0 wakeup, 1 fork, 2 exec, 3 periodic_balance, 4 nohz_idle_balance,
 //!   5 newidle_balance, 6 active_balance, 7 numa_balancing, 8 affinity, 9 hotplug,
 //!   10 rt_push_pull, 11 dl_push_pull, 12 sched_ext, 13 unknown

@@ -112,6 +112,43 @@ fn group_row(span: &CpuSet, cpus: &[CpuStatus]) -> GroupRow {
     g
 }
 
+/// The balancer's counters at `level` in the snapshot, on one line (the domains view, under
+/// the tree): per idle type the calls, balanced, failed and tasks gained where the calls were
+/// recorded, else the tasks gained; `None` when the snapshot has none there.
+pub fn level_counters(snap: Option<&Snapshot>, level: &str) -> Option<String> {
+    let c = &snap?.balancer_counters;
+    let cells: Vec<String> = c
+        .rows
+        .iter()
+        .filter(|r| r.level == level)
+        .map(|r| {
+            let n = &r.counts;
+            match c.calls_recorded {
+                true => format!(
+                    "{} {}/{}/{}/{}",
+                    r.idle, n.lb_count, n.lb_balanced, n.lb_failed, n.lb_gained
+                ),
+                false => format!("{} {}", r.idle, n.lb_gained),
+            }
+        })
+        .collect();
+    if cells.is_empty() {
+        return None;
+    }
+    let what = match c.calls_recorded {
+        true => "calls/balanced/failed/gained",
+        false => "tasks gained",
+    };
+    let pushed = c
+        .alb_pushed
+        .get(level)
+        .map_or(String::new(), |n| format!(", {n} pushed by active balance"));
+    Some(format!(
+        "balancer at {level} ({what}): {}{pushed}",
+        cells.join("  ")
+    ))
+}
+
 /// Every domain of every level, bottom-up, with its groups and figures.
 pub fn domains(topo: &Topology, snap: Option<&Snapshot>) -> Vec<DomainRow> {
     let mut rows = Vec::new();

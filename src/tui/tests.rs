@@ -174,6 +174,32 @@ fn domains_show_the_tree_groups_and_idle_while_waiting() {
 }
 
 #[test]
+fn domains_show_the_balancers_counters_of_the_selected_level() {
+    let (app, _) = replay_app(
+        "tests/fixtures/lab/6.1-2s-smt-numa-active.lbs",
+        View::Domains,
+    );
+    let s = app.current().unwrap();
+    let c = &s.balancer_counters;
+    assert!(c.calls_recorded, "{c:?}");
+    let smt: Vec<_> = c.rows.iter().filter(|r| r.level == "smt").collect();
+    assert!(!smt.is_empty(), "{c:?}");
+    let line = state::level_counters(Some(s), "smt").unwrap();
+    for r in smt {
+        let n = &r.counts;
+        let cell = format!(
+            "{} {}/{}/{}/{}",
+            r.idle, n.lb_count, n.lb_balanced, n.lb_failed, n.lb_gained
+        );
+        assert!(line.contains(&cell), "{cell} in {line}");
+    }
+    assert_eq!(state::level_counters(Some(s), "cluster"), None);
+    // The first domain (an SMT pair) is selected: its level's counters above its groups.
+    let scr = render(&app, 160, 40);
+    has(&scr, "balancer at smt (calls/balanced/failed/gained)");
+}
+
+#[test]
 fn latency_draws_the_log2_histogram_with_percentiles() {
     let mut app = golden_app(View::Latency);
     let s = app.current().unwrap().clone();

@@ -310,3 +310,65 @@ fn validate_without_balancer_decisions_says_where_they_come_from() {
     let (code, _, err) = run(&["report", "--synthetic", "4", "--validate"], &[]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// A lab recording made with the balancer's calls and the two /proc/schedstat reads (6.1,
+/// schedstat version 15; tests/lab/run --ci).
+const COUNTERS_FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/lab/6.1-2s-smt-numa-active.lbs"
+);
+
+#[test]
+fn report_prints_the_balancers_counters_beside_the_kernels() {
+    let (code, out, err) = run(&["report", COUNTERS_FIXTURE, "-i", "100000"], &[]);
+    assert_eq!(code, 0, "{err}");
+    let c = &out[out
+        .find("balancer counters over the run")
+        .expect("a counters section")..];
+    assert!(c.contains("/proc/schedstat v15"), "{c}");
+    // Every level of the machine, and each row's lb_count: lbscope's and the kernel's.
+    for level in ["smt", "llc", "numa"] {
+        assert!(
+            c.lines().any(|l| l.trim_start().starts_with(level)),
+            "{level} row: {c}"
+        );
+    }
+    let (code, out, err) = run(&["report", COUNTERS_FIXTURE, "-i", "100000", "--json"], &[]);
+    assert_eq!(code, 0, "{err}");
+    let last: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(last["partial"], true, "the run's last interval: {last}");
+    let b = &last["balancer_counters_run"];
+    assert_eq!(b["calls_recorded"], true, "{b}");
+    assert_eq!(b["kernel"]["schedstat_version"], 15, "{b}");
+    let rows = b["rows"].as_array().unwrap();
+    let (mut calls, mut compared) = (0, 0);
+    for r in rows {
+        let (ours, kernel) = (&r["lbscope"], &r["kernel"]);
+        if ours.is_null() || kernel.is_null() {
+            continue;
+        }
+        compared += 1;
+        for k in ["lb_count", "lb_balanced", "lb_failed", "lb_gained"] {
+            let (o, n) = (ours[k].as_u64().unwrap(), kernel[k].as_u64().unwrap());
+            let flight = ours["in_flight"][k].as_u64().unwrap();
+            // The kernel's difference exceeds lbscope's count by at most what lbscope left
+            // out as made during a read.
+            assert!(
+                o <= n && n <= o + flight,
+                "{} {} {k}: {o} vs {n}: {r}",
+                r["level"],
+                r["idle"]
+            );
+        }
+        let o = ours["lb_count"].as_u64().unwrap();
+        assert!(
+            ours["lb_balanced"].as_u64().unwrap() + ours["lb_failed"].as_u64().unwrap() <= o,
+            "{r}"
+        );
+        calls += o;
+    }
+    assert!(
+        compared >= 6 && calls > 100,
+        "{compared} rows, {calls} calls: {b}"
+    );
+}

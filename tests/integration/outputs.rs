@@ -72,6 +72,8 @@ fn produce() -> BTreeMap<String, (String, usize)> {
         "6.1-4node-overload",
         "6.12-2s-smt-numa-overload",
         "6.12-4node-active",
+        "6.1-2s-smt-numa-active",
+        "6.12-2s-smt-numa-mixed",
     ];
     let mut files: Vec<(String, PathBuf)> = vec![
         (

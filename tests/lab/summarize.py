@@ -13,6 +13,10 @@ the lab's JSON line on stdout (also saved beside the recording as .json), and fa
   - the balancer hooks could not name every balancer reason (origin hooks missing),
   - a scenario built to exercise a migration type or NUMA-level imbalances did not
     (EXPECTED_TYPES, MIN_NUMA_IMBALANCED),
+  - lbscope's balancer counters (lb_count, lb_balanced, lb_failed, lb_gained per domain level
+    and idle type, from the balancer's calls) differ from the kernel's own: the difference of
+    the two /proc/schedstat texts the recording holds, parsed here from the kernel's layout
+    (check_schedstat), by more than the counts lbscope marks in flight during a read,
   - `report --fold on`, run live beside `report --fold off` over a short load after the
     scenario, gave no snapshot, lost events, or counted the load process's run-queue latency
     samples more than FOLD_TOLERANCE apart from the streaming report's.
@@ -21,9 +25,11 @@ the lab's JSON line on stdout (also saved beside the recording as .json), and fa
 (`<run>.json` beside `<run>-kprobe.json`), the agreement figures side by side."""
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
+import tempfile
 
 # The balancer entry point each kernel must accept (as fentry, or as kprobe when asked) in the
 # lab guests.
@@ -119,6 +125,126 @@ def miss(a, out, msg, n=None):
     return True
 
 
+# /proc/schedstat's domain lines (Documentation/scheduler/sched-stats.rst): the counters per
+# idle type, and the order of the idle types, by version. Named as lbscope's JSON names them.
+SCHEDSTAT_IDLE_ORDER = {15: ["idle", "busy", "newly_idle"], 16: ["busy", "idle", "newly_idle"],
+                        17: ["busy", "idle", "newly_idle"]}
+SCHEDSTAT_PER_IDLE = {15: 8, 16: 8, 17: 11}
+SCHEDSTAT_FIELDS = {"lb_count": 0, "lb_balanced": 1, "lb_failed": 2, "lb_gained": {15: 4, 16: 4, 17: 7}}
+
+
+def kernel_schedstat(text):
+    """{(cpu, N): (span as a set of CPUs, {idle: [counters]})} of one /proc/schedstat text, and
+    its version."""
+    version, cpu, out = None, None, {}
+    for line in text.splitlines():
+        f = line.split()
+        if not f:
+            continue
+        if f[0] == "version":
+            version = int(f[1])
+        elif f[0].startswith("cpu"):
+            cpu = int(f[0][3:])
+        elif f[0].startswith("domain"):
+            rest = f[2:] if version == 17 else f[1:]
+            mask = int(rest[0].replace(",", ""), 16)
+            span = frozenset(i for i in range(mask.bit_length()) if mask >> i & 1)
+            per = SCHEDSTAT_PER_IDLE[version]
+            nums = [int(x) for x in rest[1:]]
+            assert len(nums) == 3 * per + 12, line
+            out[(cpu, int(f[0][6:]))] = (span, {idle: nums[k * per:(k + 1) * per]
+                                                for k, idle in enumerate(SCHEDSTAT_IDLE_ORDER[version])})
+    return version, out
+
+
+def cpulist(s):
+    cpus = set()
+    for part in s.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return frozenset(cpus)
+
+
+def check_schedstat(a, out, snaps, counters):
+    """lbscope's counts against the kernel's schedstat difference, per level and idle type:
+    equal, or short by no more than the counts lbscope left out as in flight during a read."""
+    out["schedstat"] = None
+    if not counters or not counters[-1]["calls_recorded"]:
+        fail(a, "the recording holds no balancer calls (fentry/fexit on the balancer proper)")
+        return False
+    reads = {}
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "events.jsonl")
+        subprocess.run([a.lbscope, "export", "--jsonl", path, a.recording],
+                       capture_output=True, check=False)
+        for line in open(path) if os.path.exists(path) else []:
+            if '"schedstat"' in line:
+                k = json.loads(line)["kind"]
+                if k.get("type") == "schedstat":
+                    reads[k["end"]] = k["text"]
+    if set(reads) != {False, True}:
+        fail(a, f"the recording holds {len(reads)} of the 2 /proc/schedstat reads")
+        return False
+    (v0, start), (v1, end) = kernel_schedstat(reads[False]), kernel_schedstat(reads[True])
+    # A domain's level: the one whose span around the CPU is the domain's (lbscope's topology,
+    # read from sysfs, not from schedstat).
+    level_of = {}
+    for d in snaps[-1]["domains"]:
+        level_of[cpulist(d["span"])] = d["level"]
+    kernel = {}
+    for key, (span, by_idle) in end.items():
+        if key not in start or start[key][0] != span:
+            continue
+        level = level_of.get(span, f"domain{key[1]}")
+        for idle, nums in by_idle.items():
+            row = kernel.setdefault((level, idle), {c: 0 for c in SCHEDSTAT_FIELDS})
+            for c, at in SCHEDSTAT_FIELDS.items():
+                i = at[v1] if isinstance(at, dict) else at
+                row[c] += (nums[i] - start[key][1][idle][i]) % (1 << 32)
+            # lb_imbalance: one field before version 17, four (by migration type) from it.
+            imb = range(3, 7) if v1 == 17 else range(3, 4)
+            row["lb_imbalance"] = row.get("lb_imbalance", 0) + sum(
+                (nums[i] - start[key][1][idle][i]) % (1 << 32) for i in imb)
+    ours = {(r["level"], r["idle"]): r["lbscope"] for r in counters[-1]["rows"] if r["lbscope"]}
+    rows, ok = [], True
+    for key in sorted(set(kernel) | set(ours)):
+        k, o = kernel.get(key), ours.get(key)
+        for c in SCHEDSTAT_FIELDS:
+            kv, ov = (k or {}).get(c, 0), (o or {}).get(c, 0)
+            flight = (o or {}).get("in_flight", {}).get(c, 0)
+            if kv == ov == 0:
+                continue
+            within = 0 <= kv - ov <= flight
+            rows.append({"level": key[0], "idle": key[1], "counter": c, "lbscope": ov,
+                         "kernel": kv, "in_flight": flight, "equal": kv == ov})
+            if not within:
+                fail(a, f"schedstat {key[0]} {key[1]} {c}: lbscope {ov}, kernel {kv} "
+                        f"({flight} in flight during a read)")
+                ok = False
+    # The imbalance: lbscope counts what it can tell the kernel added, and apart what the
+    # kernel added or not (calls with no busiest queue or only pinned tasks): the kernel's
+    # figure must lie between the two.
+    imbalance = []
+    for key in sorted(set(kernel) | set(ours)):
+        kv = (kernel.get(key) or {}).get("lb_imbalance", 0)
+        o = ours.get(key) or {}
+        lo = sum((o.get("imbalance") or {}).values())
+        hi = lo + sum((o.get("imbalance_undetermined_amount") or {}).values())
+        if kv == lo == 0:
+            continue
+        imbalance.append({"level": key[0], "idle": key[1], "lbscope": lo,
+                          "lbscope_with_undetermined": hi, "kernel": kv})
+        if not lo <= kv <= hi:
+            fail(a, f"schedstat {key[0]} {key[1]} lb_imbalance: kernel {kv}, lbscope {lo} "
+                    f"to {hi} with the undetermined calls")
+            ok = False
+    out["schedstat"] = {"version": v1, "rows": rows, "equal": sum(r["equal"] for r in rows),
+                        "compared": len(rows), "lost_events": counters[-1]["lost_events"],
+                        "imbalance": imbalance,
+                        "imbalance_equal": sum(r["lbscope"] == r["kernel"] for r in imbalance)}
+    return ok
+
+
 def between(text, name):
     m = re.search(rf"^LAB-{name}-BEGIN\n(.*?)^LAB-{name}-END$", text, re.S | re.M)
     return m.group(1) if m else None
@@ -173,10 +299,13 @@ def summarize(a):
                           "--validate"], capture_output=True, text=True)
     lines = [json.loads(line) for line in rep.stdout.splitlines() if line.startswith("{")]
     snaps = [x for x in lines if "validation" not in x]
+    # The run's balancer counters are in its last snapshot.
+    counters = [x["balancer_counters_run"] for x in snaps if x.get("balancer_counters_run")]
     val = [x["validation"] for x in lines if "validation" in x]
     if not snaps:
         fail(a, f"no readable recording ({rep.stderr.strip()[:200]}); console in {a.console}")
         return out, False
+    ok = check_schedstat(a, out, snaps, counters) and ok
     by_reason = {}
     for s in snaps:
         for r, n in s["migrations"]["by_reason"].items():

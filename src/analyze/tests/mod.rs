@@ -2,6 +2,7 @@
 //! concern; this one holds the event builders they share.
 
 mod cgroup;
+mod counters;
 mod folded;
 mod idle;
 mod latency;

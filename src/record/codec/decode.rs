@@ -257,16 +257,7 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
             // search length follows the pid.
             let flags = c.byte()?;
             let (balanced, redo, origin) = match flags & 0x0f {
-                b if flags < 32 => (
-                    b & 1 != 0,
-                    b & 2 != 0,
-                    [
-                        None,
-                        Some(BalanceOrigin::Own),
-                        Some(BalanceOrigin::NohzIdle),
-                        Some(BalanceOrigin::Stopper),
-                    ][usize::from(b >> 2)],
-                ),
+                b if flags < 32 => (b & 1 != 0, b & 2 != 0, origin_of(b >> 2)),
                 _ => return bad(format!("bad balanced flags {flags}")),
             };
             let dst_cpu = c.u32()?;
@@ -294,6 +285,41 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
                 origin,
                 search_ns,
             }))
+        }
+        K_BALANCE_CALL => {
+            let level = c.u32()?;
+            let sd_weight = c.u32()?;
+            let i = c.byte()?;
+            let idle = CpuIdleType::from_kernel(u32::from(i))
+                .map_or_else(|| bad(format!("unknown idle type {i}")), Ok)?;
+            let this_cpu = c.u32()?;
+            let moved = c.u32()?;
+            // Bit 0 failed, bits 1-2 the origin.
+            let flags = c.byte()?;
+            if flags >= 8 {
+                return bad(format!("bad balance call flags {flags}"));
+            }
+            let len_ns = c.u32()?;
+            EventKind::BalanceCall(Box::new(BalanceCall {
+                level,
+                sd_weight,
+                idle,
+                this_cpu,
+                moved,
+                failed: flags & 1 != 0,
+                origin: origin_of(flags >> 1),
+                len_ns,
+            }))
+        }
+        K_SCHEDSTAT => {
+            let end = match c.byte()? {
+                0 => false,
+                1 => true,
+                b => return bad(format!("bad schedstat flag {b}")),
+            };
+            let read_ns = c.varint()?;
+            let text = c.string()?;
+            EventKind::Schedstat(Box::new(SchedstatText { end, read_ns, text }))
         }
         K_FOLD => {
             let mut parts = [Vec::new(), Vec::new()];

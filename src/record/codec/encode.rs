@@ -27,6 +27,8 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
         EventKind::Lost { .. } => K_LOST,
         EventKind::Clock => K_CLOCK,
         EventKind::Balance(_) => K_BALANCE,
+        EventKind::BalanceCall(_) => K_BALANCE_CALL,
+        EventKind::Schedstat(_) => K_SCHEDSTAT,
     };
     out.push(tag);
     // Wrapping difference reinterpreted as signed: small either way round, exact for any pair.
@@ -165,12 +167,7 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
             out.push(b.idle as u8);
             out.push(b.migration_type as u8);
             put_varint(out, b.imbalance);
-            let origin = match b.origin {
-                None => 0,
-                Some(BalanceOrigin::Own) => 1,
-                Some(BalanceOrigin::NohzIdle) => 2,
-                Some(BalanceOrigin::Stopper) => 3,
-            };
+            let origin = origin_code(b.origin);
             let timed = u8::from(b.search_ns.is_some()) << 4;
             out.push(u8::from(b.balanced) | u8::from(b.redo) << 1 | origin << 2 | timed);
             v(out, b.dst_cpu);
@@ -179,6 +176,20 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
             if let Some(ns) = b.search_ns {
                 v(out, ns);
             }
+        }
+        EventKind::BalanceCall(b) => {
+            v(out, b.level);
+            v(out, b.sd_weight);
+            out.push(b.idle as u8);
+            v(out, b.this_cpu);
+            v(out, b.moved);
+            out.push(u8::from(b.failed) | origin_code(b.origin) << 1);
+            v(out, b.len_ns);
+        }
+        EventKind::Schedstat(s) => {
+            out.push(u8::from(s.end));
+            put_varint(out, s.read_ns);
+            put_str(out, &s.text);
         }
         EventKind::Fold(f) => {
             for part in [&f.by_cpu, &f.by_tgid] {

@@ -13,8 +13,8 @@
 
 use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::event::{
-    Balance, BalanceOrigin, CpuIdleType, Event, EventKind, Fold, FoldedHist, MigrateContext,
-    MigrationType, NumaOp, Reason, ReasonSource,
+    Balance, BalanceCall, BalanceOrigin, CpuIdleType, Event, EventKind, Fold, FoldedHist,
+    MigrateContext, MigrationType, NumaOp, Reason, ReasonSource, SchedstatText,
 };
 
 /// The fewest bytes an encoded event takes: kind, timestamp delta and CPU, one byte each.
@@ -45,9 +45,31 @@ const K_BALANCE: u8 = 17;
 const K_PELT_EST: u8 = 18;
 const K_CGROUP: u8 = 19;
 const K_FOLD: u8 = 20;
+const K_BALANCE_CALL: u8 = 21;
+const K_SCHEDSTAT: u8 = 22;
 /// Most slots plus buckets a folded histogram may declare (the analyzer's own bounds are
 /// checked where it is used).
 const MAX_FOLD_LEN: u64 = 4096;
+
+/// The origin's code in Balance and BalanceCall flags (0: not known).
+fn origin_code(o: Option<BalanceOrigin>) -> u8 {
+    match o {
+        None => 0,
+        Some(BalanceOrigin::Own) => 1,
+        Some(BalanceOrigin::NohzIdle) => 2,
+        Some(BalanceOrigin::Stopper) => 3,
+    }
+}
+
+/// The origin of a code from [`origin_code`] (two bits).
+fn origin_of(code: u8) -> Option<BalanceOrigin> {
+    [
+        None,
+        Some(BalanceOrigin::Own),
+        Some(BalanceOrigin::NohzIdle),
+        Some(BalanceOrigin::Stopper),
+    ][usize::from(code & 3)]
+}
 
 /// Why a chunk's payload did not decode (it passed its checksum, so the writer or a crafted
 /// file is to blame).

@@ -195,6 +195,43 @@ fn edge_events() -> Vec<Event> {
             search_ns: [Some(12_345), None, None, Some(u32::MAX)][i],
         })));
     }
+    for (i, idle) in [
+        CpuIdleType::Idle,
+        CpuIdleType::NotIdle,
+        CpuIdleType::NewlyIdle,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        kinds.push(EventKind::BalanceCall(Box::new(
+            crate::event::BalanceCall {
+                level: [0, 7, u32::MAX][i],
+                sd_weight: [2, m, 0][i],
+                idle,
+                this_cpu: [0, m, 3][i],
+                moved: [0, 1, u32::MAX][i],
+                failed: i == 0,
+                origin: [
+                    None,
+                    Some(BalanceOrigin::NohzIdle),
+                    Some(BalanceOrigin::Stopper),
+                ][i],
+                len_ns: [0, 12_345, u32::MAX][i],
+            },
+        )));
+    }
+    for (end, text) in [
+        (false, String::new()),
+        (true, "version 16\ncpu0 \u{e9}\n".repeat(500)),
+    ] {
+        kinds.push(EventKind::Schedstat(Box::new(
+            crate::event::SchedstatText {
+                end,
+                read_ns: if end { u64::MAX } else { 0 },
+                text,
+            },
+        )));
+    }
     for (i, reason) in Reason::ALL.iter().enumerate() {
         kinds.push(EventKind::Migrate {
             pid: m - i as u32,

@@ -6,8 +6,8 @@ use super::kallsyms::Kallsyms;
 use super::skel::types as t;
 use crate::cpuset::CpuSet;
 use crate::event::{
-    Balance, BalanceOrigin, CpuIdleType, Event, EventKind, MigrateContext, MigrationType, NumaOp,
-    Reason, ReasonSource,
+    Balance, BalanceCall, BalanceOrigin, CpuIdleType, Event, EventKind, MigrateContext,
+    MigrationType, NumaOp, Reason, ReasonSource,
 };
 use crate::reason::{classify_frames, Resolver, StackClass};
 use std::collections::HashMap;
@@ -203,6 +203,18 @@ impl Decoder {
                     pid: (r.pid != 0).then_some(r.pid),
                     origin: balance_origin(r.h.flags),
                     search_ns: (r.search_ns != 0).then_some(r.search_ns),
+                })))
+            }),
+            t::lbs_kind::LBS_BALANCE_CALL => read::<t::lbs_balance_call>(data).and_then(|r| {
+                Some(EventKind::BalanceCall(Box::new(BalanceCall {
+                    level: r.level,
+                    sd_weight: r.sd_weight,
+                    idle: CpuIdleType::from_kernel(r.idle)?,
+                    this_cpu: r.this_cpu,
+                    moved: r.moved,
+                    failed: r.failed != 0,
+                    origin: balance_origin(r.h.flags),
+                    len_ns: r.len_ns,
                 })))
             }),
             _ => None,

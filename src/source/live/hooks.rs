@@ -187,6 +187,11 @@ pub const STREAMS: &[(&str, &str)] = &[
     ("lb_search_old", "find_busiest_group"),
     ("lb_search_old_entry", "find_busiest_group"),
     ("lb_detach", "detach_task"),
+    ("lb_call_new_entry", "sched_balance_rq"),
+    ("lb_call_new", "sched_balance_rq"),
+    ("lb_call_old_entry", "load_balance"),
+    ("lb_call_old", "load_balance"),
+    ("lb_call_failed", "need_active_balance"),
 ];
 
 /// The programs that tell where a pass runs (a record's origin): the balancer softirq under

@@ -7,6 +7,7 @@ mod decode;
 mod fold;
 pub mod hooks;
 pub mod kallsyms;
+mod schedstat;
 mod skel;
 
 use crate::event::{Event, EventKind};
@@ -88,6 +89,9 @@ pub struct LiveConfig {
     pub fold: bool,
     /// Folded mode: fold only this process's latency samples.
     pub fold_tgid: Option<u32>,
+    /// Read `/proc/schedstat` at the start and the end of the run (switching
+    /// `kernel.sched_schedstats` on for it when it is off).
+    pub schedstat: bool,
 }
 
 /// How often folded histograms are read.
@@ -107,6 +111,7 @@ impl Default for LiveConfig {
             unneeded: Vec::new(),
             fold: false,
             fold_tgid: None,
+            schedstat: false,
         }
     }
 }
@@ -500,11 +505,27 @@ fn drain(
     };
     let _ = ready.send(Ok(report));
     let mut lost_seen: Vec<u64> = Vec::new();
+    let mut balancer_lost = 0u64;
     let mut folder = cfg
         .fold
         .then(|| fold::Folder::new(clock::monotonic_ns(), &mut batch.borrow_mut()));
+    // The start read comes before any record of the ring buffers, the end read before the
+    // last drain: every record sent before the end read was made before it.
+    let switch = cfg.schedstat.then(|| {
+        let (s, msg) = schedstat::Switch::on();
+        if let Some(m) = msg {
+            send(tx, SourceMsg::Warning(m), stop);
+        }
+        batch.borrow_mut().extend(schedstat::read(false));
+        s
+    });
     loop {
         let stopping = stop.load(Ordering::SeqCst) != RUNNING;
+        if stopping && cfg.schedstat {
+            batch.borrow_mut().extend(schedstat::read(true));
+            // Calls in progress at the read finish and reach the ring buffer.
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = rb.poll(if stopping {
             Duration::ZERO
         } else {
@@ -520,6 +541,21 @@ fn drain(
             std::mem::replace(&mut *b, pool.take(cap))
         };
         lost_events(&skel.maps.lost, &mut lost_seen, now, &mut out);
+        if let Some(n) = bskel
+            .and_then(|b| b.maps.bss_data.as_deref())
+            .map(|b| b.lost)
+            .filter(|n| *n > balancer_lost)
+        {
+            // The balancer's ring buffer is one for all CPUs: its losses go on CPU 0.
+            out.push(Event {
+                ts_ns: now,
+                cpu: 0,
+                kind: EventKind::Lost {
+                    count: n - balancer_lost,
+                },
+            });
+            balancer_lost = n;
+        }
         if let Some(f) = folder.as_mut() {
             if stopping {
                 f.finish(skel, now, &mut out);
@@ -538,6 +574,9 @@ fn drain(
     }
     if let Some(w) = bskel.and_then(|b| balancer_losses(b)) {
         send(tx, SourceMsg::Warning(w), stop);
+    }
+    if let Some(m) = switch.and_then(schedstat::Switch::restore) {
+        send(tx, SourceMsg::Warning(m), stop);
     }
     let malformed = decoder.borrow().malformed;
     if malformed > 0 {

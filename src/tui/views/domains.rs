@@ -1,8 +1,9 @@
 //! The domains view: the sched-domain tree (level, span, groups) with each domain's
 //! idle-while-others-wait time and p99 latency, and below it the groups of the selected
-//! domain with what is known of them (rows from `tui::state`); between them, when the screen
-//! has room, the selected domain's history (idle-while-others-wait movable and pinned, p99,
-//! the model's imbalance) over the window.
+//! domain with what is known of them (rows from `tui::state`) under the balancer's counters of
+//! its level in the interval; between them, when the screen has room, the selected domain's
+//! history (idle-while-others-wait movable and pinned, p99, the model's imbalance) over the
+//! window.
 
 use super::{history_chart, scroll_start, us, waiting};
 use crate::tui::app::App;
@@ -28,7 +29,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
         return;
     }
     let sel = app.domain_sel.min(rows.len() - 1);
-    let groups = rows[sel].groups.len() as u16;
+    let counters = state::level_counters(app.current(), &rows[sel].level);
+    let groups = rows[sel].groups.len() as u16 + u16::from(counters.is_some());
     // The group table gets its rows, plus header and title, within half the screen.
     let detail_h = (groups + 3).min(area.height / 2).max(4);
     let snaps = app.window_snaps();
@@ -49,7 +51,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     if chart_h > 0 {
         history_chart(f, hist, app, &chart, &snaps, 1, pal);
     }
-    draw_groups(f, detail, &rows[sel], pal);
+    draw_groups(f, detail, &rows[sel], counters, pal);
 }
 
 fn draw_tree(f: &mut Frame, area: Rect, rows: &[DomainRow], sel: usize, pal: Palette) {
@@ -86,19 +88,21 @@ fn draw_tree(f: &mut Frame, area: Rect, rows: &[DomainRow], sel: usize, pal: Pal
     f.render_widget(Paragraph::new(lines), area);
 }
 
-fn draw_groups(f: &mut Frame, area: Rect, d: &DomainRow, pal: Palette) {
+fn draw_groups(f: &mut Frame, area: Rect, d: &DomainRow, counters: Option<String>, pal: Palette) {
     let block = Block::default()
         .borders(Borders::TOP)
         .title(format!("groups of {} {}", d.level, d.span));
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let mut lines = vec![Line::styled(
+    // The level's balancer counters of the interval first (all of its domains).
+    let mut lines: Vec<Line> = counters.into_iter().map(Line::raw).collect();
+    lines.push(Line::styled(
         format!(
             "{:<14} {:>5} {:>5} {:>5} {:>5} {:>6} {:>6}  class",
             "span", "idle", "run", "nr", "wait", "util", "cap"
         ),
         pal.title(),
-    )];
+    ));
     let opt = |v: Option<u64>| v.map_or("-".to_string(), |x| x.to_string());
     for g in &d.groups {
         let run = g.known_cpus - g.idle_cpus;

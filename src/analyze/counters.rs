@@ -1,0 +1,421 @@
+//! The balancer's own counters in schedstat's vocabulary (lb_count, lb_balanced, lb_failed,
+//! lb_gained, the imbalance by migration type, alb_pushed), per domain level and idle type,
+//! counted from the balancer's events, and balancer migrations by reason and level from the
+//! migration tracepoint. Pure: events in, counts out.
+//!
+//! Where each figure comes from (the kernel's `sched_balance_rq`/`load_balance`):
+//! - `lb_count`: one per [`BalanceCall`] (the kernel counts it at the call's entry);
+//! - `lb_failed`: calls that asked `need_active_balance` (asked exactly in the branch that
+//!   counts `lb_failed`); `lb_balanced`: the other calls that moved nothing (no busiest group
+//!   or queue, `should_we_balance` said no, or every task pinned);
+//! - `lb_gained`: one per `detach_task` ([`Balance`] with a pid), the active-balance
+//!   stopper's included (the kernel counts those under the idle type `idle`); `alb_pushed`:
+//!   the stopper's alone;
+//! - the imbalance: each busiest-group search whose call went on to look for tasks (a later
+//!   search of the same call, which only a redo makes, tasks moved, or the failed branch)
+//!   adds its `env->imbalance` under its migration type; a last search that found a group in
+//!   a call that moved nothing and did not fail may have found no busiest queue (the kernel
+//!   adds nothing) or only pinned tasks (it adds): those are counted apart as undetermined.
+//!
+//! [`RunCounters`] counts over the window between the run's two `/proc/schedstat` reads, so
+//! that its figures compare with the kernel's difference: a count whose moment falls inside
+//! a read (the kernel printed each CPU at some instant of it) is counted apart as in flight.
+
+use crate::event::{
+    Balance, BalanceCall, BalanceOrigin, CpuIdleType, Event, EventKind, MigrationType, Reason,
+};
+use crate::schedstat::{idle_index, IDLE_ORDER};
+use crate::topology::IndexedTopology;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Most searches kept per executing CPU for the call in progress (a redo drops one CPU of the
+/// domain each time, so a call makes at most as many as the domain has CPUs).
+const MAX_PENDING: usize = 256;
+
+/// The schedstat name of an idle type.
+pub fn idle_name(i: CpuIdleType) -> &'static str {
+    match i {
+        CpuIdleType::NotIdle => "busy",
+        CpuIdleType::Idle => "idle",
+        CpuIdleType::NewlyIdle => "newly_idle",
+    }
+}
+
+/// The imbalance added up by migration type (`env->imbalance` is load for `load`, a
+/// utilization for `util`, a task count for `task` and misfit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Imbalance {
+    pub load: u64,
+    pub util: u64,
+    pub task: u64,
+    pub misfit: u64,
+}
+
+impl Imbalance {
+    /// All four (schedstat's single `lb_imbalance` before version 17).
+    pub fn total(&self) -> u64 {
+        self.load + self.util + self.task + self.misfit
+    }
+
+    fn add(&mut self, t: MigrationType, v: u64) {
+        let f = match t {
+            MigrationType::Load => &mut self.load,
+            MigrationType::Util => &mut self.util,
+            MigrationType::Task => &mut self.task,
+            MigrationType::Misfit => &mut self.misfit,
+        };
+        *f += v;
+    }
+}
+
+/// The four counters the kernel's schedstat has one for one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub lb_count: u64,
+    pub lb_balanced: u64,
+    pub lb_failed: u64,
+    pub lb_gained: u64,
+}
+
+/// One domain level and idle type.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterRow {
+    /// The level's report key ("smt", "llc", "numa", ...; "sd_level{N}" for a domain the
+    /// topology does not have).
+    pub level: String,
+    /// "busy", "idle" or "newly_idle".
+    pub idle: String,
+    #[serde(flatten)]
+    pub counts: Counts,
+    /// Busiest-group searches (a call makes one, and one more per redo).
+    pub searches: u64,
+    /// Imbalance the kernel added to its lb_imbalance, by migration type.
+    pub imbalance: Imbalance,
+    /// Calls whose imbalance cannot be told (see the module's header).
+    pub imbalance_undetermined: u64,
+    /// Their searches' imbalance: the kernel added all, part or none of it.
+    #[serde(default)]
+    pub imbalance_undetermined_amount: Imbalance,
+    /// Counts whose moment fell inside a `/proc/schedstat` read, left out of `counts`
+    /// (run totals only; zero per interval).
+    #[serde(default, skip_serializing_if = "is_zero_counts")]
+    pub in_flight: Counts,
+}
+
+fn is_zero_counts(c: &Counts) -> bool {
+    *c == Counts::default()
+}
+
+/// The balancer's counters of one interval or run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BalancerCounters {
+    /// The balancer's calls were recorded ([`BalanceCall`] events: lb_count, lb_balanced,
+    /// lb_failed and the imbalance are known); without them only lb_gained and the searches.
+    pub calls_recorded: bool,
+    /// Per level (bottom-up) and idle type (busy, idle, newly idle), rows with any count.
+    pub rows: Vec<CounterRow>,
+    /// Tasks the active-balance stopper pushed, per level (alb_pushed).
+    pub alb_pushed: BTreeMap<String, u64>,
+    /// Times the stopper ran (an upper bound of alb_count, which the kernel counts only once
+    /// it found a domain and a task to push).
+    pub stopper_runs: u64,
+    /// Balancer migrations by reason and level crossed, from the migration tracepoint's
+    /// kernel stacks (every kernel; the level is the lowest domain spanning both CPUs).
+    pub gained_by_migrations: BTreeMap<String, BTreeMap<String, u64>>,
+}
+
+impl BalancerCounters {
+    /// Nothing counted.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+            && self.alb_pushed.is_empty()
+            && self.stopper_runs == 0
+            && self.gained_by_migrations.is_empty()
+    }
+}
+
+/// A level: the topology's index, or the kernel's `sd->level` where no domain of the
+/// topology spans `sd_weight` CPUs around the CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum LevelId {
+    Topo(usize),
+    Raw(u32),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Search {
+    level: LevelId,
+    idle: CpuIdleType,
+    migration_type: MigrationType,
+    imbalance: u64,
+    balanced: bool,
+}
+
+/// Where a count's moment falls against the window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    In,
+    Out,
+    InFlight,
+}
+
+/// The window between the two `/proc/schedstat` reads: `(read start, read end)` of each.
+#[derive(Clone, Copy, Debug, Default)]
+struct Window {
+    start: Option<(u64, u64)>,
+    end: Option<(u64, u64)>,
+}
+
+impl Window {
+    /// Where a count made at some moment in `[a, b]` falls.
+    fn place(&self, a: u64, b: u64) -> Place {
+        if let Some((s0, s1)) = self.start {
+            if b < s0 {
+                return Place::Out;
+            }
+            if a <= s1 {
+                return Place::InFlight;
+            }
+        }
+        if let Some((e0, e1)) = self.end {
+            if a > e1 {
+                return Place::Out;
+            }
+            if b >= e0 {
+                return Place::InFlight;
+            }
+        }
+        Place::In
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Row {
+    counts: Counts,
+    in_flight: Counts,
+    searches: u64,
+    imbalance: Imbalance,
+    undetermined: u64,
+    undetermined_amount: Imbalance,
+}
+
+/// The counting, over an interval (no window) or a run (the schedstat window).
+#[derive(Clone, Debug, Default)]
+pub struct Counter {
+    rows: BTreeMap<(LevelId, usize), Row>,
+    alb_pushed: BTreeMap<LevelId, u64>,
+    stopper_runs: u64,
+    by_migrations: BTreeMap<(Reason, Option<usize>), u64>,
+    calls: bool,
+    /// The searches of the call in progress on each executing CPU.
+    pending: Vec<Vec<Search>>,
+    window: Window,
+    windowed: bool,
+}
+
+/// Which of the four counts.
+#[derive(Clone, Copy)]
+enum Which {
+    Count,
+    Balanced,
+    Failed,
+    Gained,
+}
+
+fn bump(c: &mut Counts, w: Which) {
+    match w {
+        Which::Count => c.lb_count += 1,
+        Which::Balanced => c.lb_balanced += 1,
+        Which::Failed => c.lb_failed += 1,
+        Which::Gained => c.lb_gained += 1,
+    }
+}
+
+impl Counter {
+    /// A counter over the window the run's `/proc/schedstat` reads set (all of the run when
+    /// it has none).
+    pub fn windowed() -> Counter {
+        Counter {
+            windowed: true,
+            ..Counter::default()
+        }
+    }
+
+    fn level(topo: &IndexedTopology, cpu: u32, sd_level: u32, sd_weight: u32) -> LevelId {
+        (0..topo.levels.len())
+            .find(|&l| {
+                topo.span(l, cpu as usize)
+                    .is_some_and(|s| s.len() == sd_weight as usize)
+            })
+            .map_or(LevelId::Raw(sd_level), LevelId::Topo)
+    }
+
+    fn count(&mut self, key: (LevelId, usize), w: Which, a: u64, b: u64) {
+        let place = match self.windowed {
+            true => self.window.place(a, b),
+            false => Place::In,
+        };
+        let row = self.rows.entry(key).or_default();
+        match place {
+            Place::In => bump(&mut row.counts, w),
+            Place::InFlight => bump(&mut row.in_flight, w),
+            Place::Out => {}
+        }
+    }
+
+    fn inside(&self, t: u64) -> bool {
+        !self.windowed || self.window.place(t, t) == Place::In
+    }
+
+    /// Counts one event.
+    pub fn push(&mut self, topo: &IndexedTopology, ev: &Event) {
+        match &ev.kind {
+            EventKind::Balance(b) => self.balance(topo, ev, b),
+            EventKind::BalanceCall(c) => self.call(topo, ev, c),
+            EventKind::Schedstat(s) if self.windowed => {
+                let span = (ev.ts_ns, ev.ts_ns.saturating_add(s.read_ns));
+                match s.end {
+                    false => self.window.start = Some(span),
+                    true => self.window.end = Some(span),
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Counts a migration the analyzer classified (balancer reasons only).
+    pub fn migration(&mut self, ts: u64, reason: Reason, level: Option<usize>) {
+        if reason.is_balancer() && self.inside(ts) {
+            *self.by_migrations.entry((reason, level)).or_insert(0) += 1;
+        }
+    }
+
+    fn balance(&mut self, topo: &IndexedTopology, ev: &Event, b: &Balance) {
+        if b.is_stopper_entry() {
+            if self.inside(ev.ts_ns) {
+                self.stopper_runs += 1;
+            }
+            return;
+        }
+        let level = Self::level(topo, b.dst_cpu, b.level, b.sd_weight);
+        let key = (level, idle_index(b.idle));
+        match b.pid {
+            Some(_) => {
+                self.count(key, Which::Gained, ev.ts_ns, ev.ts_ns);
+                if b.origin == Some(BalanceOrigin::Stopper) && self.inside(ev.ts_ns) {
+                    *self.alb_pushed.entry(level).or_insert(0) += 1;
+                }
+            }
+            None => {
+                if self.inside(ev.ts_ns) {
+                    self.rows.entry(key).or_default().searches += 1;
+                }
+                let cpu = ev.cpu as usize;
+                if self.pending.len() <= cpu {
+                    self.pending.resize(cpu + 1, Vec::new());
+                }
+                let p = &mut self.pending[cpu];
+                if p.len() >= MAX_PENDING {
+                    p.remove(0);
+                }
+                p.push(Search {
+                    level,
+                    idle: b.idle,
+                    migration_type: b.migration_type,
+                    imbalance: b.imbalance,
+                    balanced: b.balanced,
+                });
+            }
+        }
+    }
+
+    fn call(&mut self, topo: &IndexedTopology, ev: &Event, c: &BalanceCall) {
+        self.calls = true;
+        let level = Self::level(topo, c.this_cpu, c.level, c.sd_weight);
+        let key = (level, idle_index(c.idle));
+        let (entry, exit) = (ev.ts_ns, c.exit_ns(ev.ts_ns));
+        self.count(key, Which::Count, entry, entry);
+        let outcome = match (c.moved, c.failed) {
+            (0, true) => Some(Which::Failed),
+            (0, false) => Some(Which::Balanced),
+            _ => None,
+        };
+        if let Some(w) = outcome {
+            self.count(key, w, entry, exit);
+        }
+        let searches = self
+            .pending
+            .get_mut(ev.cpu as usize)
+            .map(std::mem::take)
+            .unwrap_or_default();
+        // Searches of this call only: same domain and idle type (an earlier call whose exit
+        // was not recorded leaves its searches behind).
+        let searches: Vec<&Search> = searches
+            .iter()
+            .filter(|s| s.level == level && s.idle == c.idle)
+            .collect();
+        let last = searches.len().saturating_sub(1);
+        let in_window = self.inside(entry);
+        for (i, s) in searches.iter().enumerate() {
+            if s.balanced {
+                continue;
+            }
+            let went_on = i < last || c.moved > 0 || c.failed;
+            if !in_window {
+                continue;
+            }
+            let row = self.rows.entry(key).or_default();
+            match went_on {
+                true => row.imbalance.add(s.migration_type, s.imbalance),
+                false => {
+                    row.undetermined += 1;
+                    row.undetermined_amount.add(s.migration_type, s.imbalance);
+                }
+            }
+        }
+    }
+
+    /// The counts so far, then zeroes them (the calls in progress are kept).
+    pub fn take(&mut self, topo: &IndexedTopology) -> BalancerCounters {
+        let name = |l: LevelId| match l {
+            LevelId::Topo(i) => topo.level_key(Some(i)).to_string(),
+            LevelId::Raw(n) => format!("sd_level{n}"),
+        };
+        let rows = std::mem::take(&mut self.rows)
+            .into_iter()
+            .filter(|(_, r)| {
+                r.counts != Counts::default() || r.in_flight != Counts::default() || r.searches > 0
+            })
+            .map(|((l, i), r)| CounterRow {
+                level: name(l),
+                idle: idle_name(IDLE_ORDER[i]).to_string(),
+                counts: r.counts,
+                searches: r.searches,
+                imbalance: r.imbalance,
+                imbalance_undetermined: r.undetermined,
+                imbalance_undetermined_amount: r.undetermined_amount,
+                in_flight: r.in_flight,
+            })
+            .collect();
+        let mut gained_by_migrations: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+        for ((reason, level), n) in std::mem::take(&mut self.by_migrations) {
+            let level = level.map_or("unknown".to_string(), |l| name(LevelId::Topo(l)));
+            *gained_by_migrations
+                .entry(reason.name().to_string())
+                .or_default()
+                .entry(level)
+                .or_insert(0) += n;
+        }
+        BalancerCounters {
+            calls_recorded: self.calls,
+            rows,
+            alb_pushed: std::mem::take(&mut self.alb_pushed)
+                .into_iter()
+                .map(|(l, n)| (name(l), n))
+                .collect(),
+            stopper_runs: std::mem::take(&mut self.stopper_runs),
+            gained_by_migrations,
+        }
+    }
+}
