@@ -3,6 +3,7 @@
 //! Perfetto traces (`perfetto`). Sinks are thin: no analysis of their own (the Perfetto
 //! exporter runs an [`crate::analyze::Analyzer`] to draw its figures over time).
 
+pub mod diff_markdown;
 pub mod diff_text;
 pub mod json;
 pub mod jsonl;
