@@ -30,6 +30,8 @@ pub mod runs;
 pub mod stats;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_runs;
 mod warn;
 
 pub use run::{DomainIdle, IntervalFigures, RunMeta, RunSummary};

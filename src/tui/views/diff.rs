@@ -1,6 +1,7 @@
 //! The diff view (`lbscope diff A B --tui`): the comparison's rows (baseline, new, change,
 //! 95% interval, `*` beyond the noise) scrolling, next to or above the two runs' run-queue
-//! latency histograms side by side.
+//! latency histograms side by side. With several runs a side: the rows' means and Welch's
+//! intervals over runs, and each side's histograms pooled over its runs.
 
 use crate::diff::Diff;
 use crate::tui::app::App;
@@ -37,7 +38,16 @@ fn num(v: f64) -> String {
 
 fn draw_table(f: &mut Frame, area: Rect, d: &Diff, scroll: usize, pal: Palette) {
     let mut lines = vec![
-        Line::raw(format!("baseline {}   new {}", d.baseline, d.new)),
+        Line::raw(if crate::output::diff_text::is_multi(d) {
+            format!(
+                "baseline {} runs   new {} runs: means of the runs, Welch's interval over \
+                 runs, histograms pooled",
+                d.sides.baseline.len(),
+                d.sides.new.len()
+            )
+        } else {
+            format!("baseline {}   new {}", d.baseline, d.new)
+        }),
         Line::styled(
             format!(
                 "{:<26}{:>10}{:>10}{:>9}  {:<18}",
