@@ -98,12 +98,15 @@ pub fn sides(args: &DiffArgs) -> Result<(Vec<PathBuf>, Vec<PathBuf>), CmdError> 
     Ok((expand(&a, "baseline")?, expand(&b, "new")?))
 }
 
-/// Every run of one side, summarized; with the first run's topology and the damage of each.
-fn summarize(
-    paths: &[PathBuf],
-    interval_ns: u64,
-    args: &DiffArgs,
-) -> Result<(Vec<RunSummary>, Option<Topology>, Vec<Damage>), CmdError> {
+/// One side's runs, summarized, with the first run's topology and the damage of each.
+struct Side {
+    runs: Vec<RunSummary>,
+    topo: Option<Topology>,
+    damage: Vec<Damage>,
+}
+
+/// Every run of one side, summarized.
+fn summarize(paths: &[PathBuf], interval_ns: u64, args: &DiffArgs) -> Result<Side, CmdError> {
     let mut runs = Vec::new();
     let mut topo = None;
     let mut damage = Vec::new();
@@ -117,16 +120,17 @@ fn summarize(
         topo.get_or_insert_with(|| h.topology.clone());
         damage.push(d);
     }
-    Ok((runs, topo, damage))
+    Ok(Side { runs, topo, damage })
 }
 
 /// Runs `lbscope diff`.
 pub fn run(args: &DiffArgs) -> Result<(), CmdError> {
     let interval_ns = settings::interval_ns(args.interval)?;
     let (pa, pb) = sides(args)?;
-    let (a, topo, da) = summarize(&pa, interval_ns, args)?;
-    let (b, _, db) = summarize(&pb, interval_ns, args)?;
-    let d = crate::diff::diff_runs(&a, &b);
+    let a = summarize(&pa, interval_ns, args)?;
+    let b = summarize(&pb, interval_ns, args)?;
+    let d = crate::diff::diff_runs(&a.runs, &b.runs);
+    let (topo, da, db) = (a.topo, a.damage, b.damage);
     let damaged = || -> Result<(), CmdError> {
         for (p, d) in pa.iter().chain(&pb).zip(da.iter().chain(&db)) {
             damage_outcome(p, d)?;

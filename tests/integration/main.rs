@@ -4,6 +4,7 @@
 mod cgroup;
 mod cli;
 mod common;
+mod diff_runs;
 mod faults;
 mod flight;
 mod live;
