@@ -140,8 +140,13 @@ fn rows_hold_each_runs_value_and_the_means() {
     let x = w.runs.as_ref().unwrap();
     assert!(x.df.unwrap() > 1.0 && x.df.unwrap() < 5.0 + 1e-9);
     assert!(x.baseline_sd > 0.0 && x.p_value.is_some());
-    // Shape rows have no interval.
-    assert!(row(&d, section::RUN, "duration_s").ci_low.is_none());
+    // The interval count has no interval; the run length has one (all runs 3 s: zero).
+    assert!(row(&d, section::RUN, "intervals").ci_low.is_none());
+    let len = row(&d, section::RUN, "duration_s");
+    assert_eq!(
+        (len.ci_low, len.ci_high, len.significant),
+        (Some(0.0), Some(0.0), false)
+    );
 }
 
 #[test]
