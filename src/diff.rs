@@ -3,8 +3,8 @@
 //! change in %, the 95% interval of the difference and whether the change is beyond the noise.
 //!
 //! Pure: [`diff_runs`] is a function of two sides of [`RunSummary`]s, each built from the
-//! snapshots of one analyzer run over one recording ([`diff`] for one run a side). Figures are computed from the whole run (every interval,
-//! the final partial one included): run-queue latency percentiles from the merged log2
+//! snapshots of one analyzer run over one recording ([`diff`] for one run a side). Figures are
+//! computed from the whole run (every interval, the final partial one included): run-queue latency percentiles from the merged log2
 //! histogram (see `bootstrap::log2_quantile_us` for the precision), migrations per second by
 //! reason and by level crossed, idle-while-others-wait time per domain (domains matched by
 //! level key and span), lost events.

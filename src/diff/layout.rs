@@ -1,6 +1,6 @@
 //! The shared shape of the runs compared: which rows the diff has (reasons, levels and
-//! domains of any run) and a dense vector of additive counts per interval laid out the same way for
-//! both runs, so that summing intervals and evaluating a row is index arithmetic.
+//! domains of any run) and a dense vector of additive counts per interval laid out the same
+//! way for every run, so that summing intervals and evaluating a row is index arithmetic.
 //!
 //! Invariant: every row is a function of a [`Dense`] sum of intervals only; a resample of
 //! intervals therefore evaluates exactly like the whole run.
