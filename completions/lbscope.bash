@@ -117,7 +117,7 @@ _lbscope() {
             return 0
             ;;
         lbscope__subcmd__diff)
-            opts="-i -p -h --interval --json --tui --pid --comm --cgroup --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --help"
+            opts="-i -p -h --interval --format --json --tui --pid --comm --cgroup --cpus --missed-pull-ms --ping-pong-ms --churn-per-s --spread-ratio --spread-min-threads --spread-hold-ms --max-findings --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -129,6 +129,10 @@ _lbscope() {
                     ;;
                 -i)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json markdown" -- "${cur}"))
                     return 0
                     ;;
                 --pid)

@@ -31,7 +31,7 @@ complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "top" -d 'The live T
 complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "replay" -d 'The TUI over a recording: the same views, with a time cursor, pause, step, seek and speed, and the recording\'s metadata on screen'
 complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "record" -d 'Record every event the analyzer needs to a file, for `report`, `diff` and `export` later, on any machine'
 complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "serve" -d 'Keep tracing in the foreground and expose the figures as OpenMetrics (Prometheus) at http://ADDR:PORT/metrics'
-complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "diff" -d 'Compare two recordings: run-queue latency, migrations by reason and level, idle-while-others-wait and lost events, with whether each change is beyond the noise'
+complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "diff" -d 'Compare two recordings, or two sides of several runs each: run-queue latency, migrations by reason and level, idle-while-others-wait and lost events, with whether each change is beyond the noise'
 complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "export" -d 'Convert a recording for other tools: Perfetto (ui.perfetto.dev), JSON lines, or both in one pass'
 complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "doctor" -d 'Check what this machine allows: kernel, BTF, lockdown, privileges, which tracepoints and balancer hooks load, and the topology. Every problem says what to do'
 complete -c lbscope -n "__fish_lbscope_needs_command" -f -a "man" -d 'Print the man page (roff), generated from these definitions'
@@ -156,7 +156,10 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l max-dumps-per-
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l dump-dir-max-mb -d 'The dumps in --dump-dir hold at most this many MiB; a dump that would pass it is skipped and counted (no dump already written is removed)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -l dump-on-post -d 'Also dump on an HTTP POST to /dump on the --listen address'
 complete -c lbscope -n "__fish_lbscope_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s i -l interval -d 'Interval length in seconds the noise estimate resamples' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s i -l interval -d 'Interval length in seconds the noise estimate resamples (one run a side)' -r
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l format -d 'Output: a table for the terminal, one JSON object, or a Markdown table for a cover letter' -r -f -a "text\t'A table within 80 columns, with the latency histograms'
+json\t'The comparison as one JSON object'
+markdown\t'A GitHub-flavoured Markdown table headed by the runs, kernels and topology'"
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s p -l pid -d 'Only this process (all its threads)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l comm -d 'Only tasks with exactly this name (as in /proc/PID/comm)' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l cgroup -d 'Only tasks in this cgroup v2 directory or below it: a path under the cgroup2 mount (/sys/fs/cgroup/system.slice/foo.service) or from it (/system.slice/foo.service)' -r
@@ -168,9 +171,9 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l spread-ratio -d
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l spread-min-threads -d 'uneven_spread: processes (and cgroups) with fewer running threads are not judged' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l spread-hold-ms -d 'uneven_spread: how long a process must stay uneven (sampled every 20 ms) before it is reported; a spread still uneven at an interval\'s end is reported then too' -r
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l max-findings -d 'Finding details kept per interval (all are counted by kind)' -r
-complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l json -d 'The comparison as one JSON object'
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l json -d 'The comparison as one JSON object (the same as --format json)'
 complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -l tui -d 'Show the comparison in the TUI (rows and histograms side by side)'
-complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s h -l help -d 'Print help'
+complete -c lbscope -n "__fish_lbscope_using_subcommand diff" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lbscope -n "__fish_lbscope_using_subcommand export" -l perfetto -d 'Write a Perfetto trace here' -r -F
 complete -c lbscope -n "__fish_lbscope_using_subcommand export" -l jsonl -d 'Write one JSON event per line here (`-` for stdout)' -r -F
 complete -c lbscope -n "__fish_lbscope_using_subcommand export" -s h -l help -d 'Print help'
@@ -183,7 +186,7 @@ complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_see
 complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report top replay record serve diff export doctor man completions help" -f -a "replay" -d 'The TUI over a recording: the same views, with a time cursor, pause, step, seek and speed, and the recording\'s metadata on screen'
 complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report top replay record serve diff export doctor man completions help" -f -a "record" -d 'Record every event the analyzer needs to a file, for `report`, `diff` and `export` later, on any machine'
 complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report top replay record serve diff export doctor man completions help" -f -a "serve" -d 'Keep tracing in the foreground and expose the figures as OpenMetrics (Prometheus) at http://ADDR:PORT/metrics'
-complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report top replay record serve diff export doctor man completions help" -f -a "diff" -d 'Compare two recordings: run-queue latency, migrations by reason and level, idle-while-others-wait and lost events, with whether each change is beyond the noise'
+complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report top replay record serve diff export doctor man completions help" -f -a "diff" -d 'Compare two recordings, or two sides of several runs each: run-queue latency, migrations by reason and level, idle-while-others-wait and lost events, with whether each change is beyond the noise'
 complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report top replay record serve diff export doctor man completions help" -f -a "export" -d 'Convert a recording for other tools: Perfetto (ui.perfetto.dev), JSON lines, or both in one pass'
 complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report top replay record serve diff export doctor man completions help" -f -a "doctor" -d 'Check what this machine allows: kernel, BTF, lockdown, privileges, which tracepoints and balancer hooks load, and the topology. Every problem says what to do'
 complete -c lbscope -n "__fish_lbscope_using_subcommand help; and not __fish_seen_subcommand_from report top replay record serve diff export doctor man completions help" -f -a "man" -d 'Print the man page (roff), generated from these definitions'

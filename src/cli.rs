@@ -109,13 +109,28 @@ Dumps are capped per hour (--max-dumps-per-hour) and by the directory's size \
 (lbscope_dump_failures_total) and serving goes on."
     )]
     Serve(ServeArgs),
-    /// Compare two recordings: run-queue latency, migrations by reason and level,
-    /// idle-while-others-wait and lost events, with whether each change is beyond the noise.
+    /// Compare two recordings, or two sides of several runs each: run-queue latency,
+    /// migrations by reason and level, idle-while-others-wait and lost events, with whether
+    /// each change is beyond the noise.
     #[command(after_help = concat!("Examples:\n  lbscope diff before.lbs after.lbs\n  \
-lbscope diff eevdf.lbs scx.lbs --json\n\n\
-  lbscope diff before.lbs after.lbs --tui\n\n\
-Noise: each change carries a 95% bootstrap interval over the recordings' intervals (-i); \
-`*` marks changes whose interval excludes zero. Record at least a few intervals per run.\n\n", findings_help!()))]
+lbscope diff eevdf.lbs scx.lbs --json\n  \
+lbscope diff base-1.lbs base-2.lbs base-3.lbs -- new-1.lbs new-2.lbs new-3.lbs\n  \
+lbscope diff runs/6.1/ runs/6.12/ --format markdown\n\n  \
+lbscope diff before.lbs after.lbs --tui\n\n\
+Sides: two arguments are the baseline and the new side, each a recording or a directory \
+whose .lbs files (in name order) are its runs; with more, the baseline's come before `--` \
+and the new side's after it (options go before `--`).\n\n\
+Noise, one run a side: each change carries a 95% bootstrap interval over the recordings' \
+intervals (-i). Record at least a few intervals per run.\n\
+Noise, several runs a side: runs are the unit. Each figure is computed per run; a side \
+shows the mean and the runs' standard deviation; the 95% interval of mean(new) - \
+mean(baseline) is Welch's t interval (unequal variances, Welch-Satterthwaite degrees of \
+freedom), valid for few runs (2 or more a side; 5 or more to see small changes), and the \
+JSON and Markdown give its p-value. Runs should be independent: a fresh boot or at least a \
+fresh workload each.\n\
+`*` marks changes whose interval excludes zero and that are not trivially small.\n\n\
+The TUI (--tui) shows the same rows: with several runs a side, the means and Welch's \
+intervals, and each side's histograms pooled over its runs.\n\n", findings_help!()))]
     Diff(DiffArgs),
     /// Convert a recording for other tools: Perfetto (ui.perfetto.dev), JSON lines, or both
     /// in one pass.
@@ -499,17 +514,23 @@ pub struct RecordArgs {
 /// `lbscope diff`.
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The baseline recording.
-    #[arg(value_name = "BASELINE")]
-    pub baseline: std::path::PathBuf,
-    /// The recording to compare with it.
-    #[arg(value_name = "NEW")]
-    pub new: std::path::PathBuf,
-    /// Interval length in seconds the noise estimate resamples.
+    /// The baseline: one recording, or several (files, or directories of .lbs files)
+    /// followed by `--` and the new side's.
+    #[arg(value_name = "BASELINE", required = true)]
+    pub baseline: Vec<std::path::PathBuf>,
+    /// The new side's recordings (files or directories), after `--`.
+    #[arg(value_name = "NEW", last = true)]
+    pub new: Vec<std::path::PathBuf>,
+    /// Interval length in seconds the noise estimate resamples (one run a side).
     #[arg(short = 'i', long, value_name = "SECS", default_value_t = 1.0)]
     pub interval: f64,
-    /// The comparison as one JSON object.
-    #[arg(long, conflicts_with = "tui")]
+    /// Output: a table for the terminal, one JSON object, or a Markdown table for a cover
+    /// letter.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = DiffFormat::Text,
+          conflicts_with = "tui")]
+    pub format: DiffFormat,
+    /// The comparison as one JSON object (the same as --format json).
+    #[arg(long, conflicts_with_all = ["tui", "format"])]
     pub json: bool,
     /// Show the comparison in the TUI (rows and histograms side by side).
     #[arg(long)]
@@ -518,6 +539,17 @@ pub struct DiffArgs {
     pub filter: FilterArgs,
     #[command(flatten)]
     pub model: ModelArgs,
+}
+
+/// What `lbscope diff` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiffFormat {
+    /// A table within 80 columns, with the latency histograms.
+    Text,
+    /// The comparison as one JSON object.
+    Json,
+    /// A GitHub-flavoured Markdown table headed by the runs, kernels and topology.
+    Markdown,
 }
 
 /// `lbscope export`.

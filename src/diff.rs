@@ -1,15 +1,17 @@
-//! "Before vs after": the comparison of two recordings' analyses, in the style of scheduler
-//! patch cover letters. For every figure: baseline, new, the change in %, the 95% interval of
-//! the difference and whether the change is beyond the noise.
+//! "Before vs after": the comparison of two sides of recordings' analyses, one or more runs a
+//! side, in the style of scheduler patch cover letters. For every figure: baseline, new, the
+//! change in %, the 95% interval of the difference and whether the change is beyond the noise.
 //!
-//! Pure: [`diff`] is a function of two [`RunSummary`]s, each built from the snapshots of one
-//! analyzer run over one recording. Figures are computed from the whole run (every interval,
-//! the final partial one included): run-queue latency percentiles from the merged log2
+//! Pure: [`diff_runs`] is a function of two sides of [`RunSummary`]s, each built from the
+//! snapshots of one analyzer run over one recording ([`diff`] for one run a side). Figures are
+//! computed from the whole run (every interval, the final partial one included): run-queue latency percentiles from the merged log2
 //! histogram (see `bootstrap::log2_quantile_us` for the precision), migrations per second by
 //! reason and by level crossed, idle-while-others-wait time per domain (domains matched by
 //! level key and span), lost events.
 //!
-//! Noise: a bootstrap over intervals. Each run's full intervals are resampled with
+//! Noise, several runs a side: runs are the unit; see [`runs`] (Welch's t over runs).
+//!
+//! Noise, one run a side: a bootstrap over intervals. Each run's full intervals are resampled with
 //! replacement [`BOOTSTRAP_ITERATIONS`] times (its partial intervals kept in every
 //! replicate), every figure recomputed, and the 2.5% and 97.5% quantiles of
 //! new-replicate minus baseline-replicate give the interval of the difference. A change is
@@ -24,8 +26,13 @@
 mod bootstrap;
 mod layout;
 mod run;
+pub mod runs;
+pub mod stats;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_runs;
+mod warn;
 
 pub use run::{DomainIdle, IntervalFigures, RunMeta, RunSummary};
 
@@ -40,8 +47,6 @@ pub const MIN_FULL_INTERVALS: usize = 3;
 /// The warning for a run too short to estimate noise.
 pub const TOO_FEW_INTERVALS: &str =
     "too few intervals to estimate noise: record longer or use a shorter -i";
-/// Runs whose lengths differ by more than this fraction get a warning about totals.
-const LENGTH_TOLERANCE: f64 = 0.10;
 /// "lbscope!" in ASCII: any constant would do, it only has to be fixed.
 const SEED: u64 = 0x6c62_7363_6f70_6521;
 
@@ -67,13 +72,15 @@ pub mod section {
     pub const LOST: &str = "lost_events";
 }
 
-/// The comparison of two runs.
+/// The comparison of two sides, one or more runs each.
 #[derive(Clone, Serialize, Deserialize, PartialEq, Debug)]
 pub struct Diff {
-    /// The baseline's label.
+    /// The baseline's label (its runs' labels, comma-separated).
     pub baseline: String,
-    /// The new run's label.
+    /// The new side's label.
     pub new: String,
+    /// The runs of each side, and how the noise was estimated.
+    pub sides: Sides,
     /// What makes the comparison less trustworthy (different machines, lost events, runs
     /// too short to estimate noise, domains of one run only).
     pub warnings: Vec<String>,
@@ -102,6 +109,72 @@ pub struct DiffRow {
     pub ci_high: Option<f64>,
     /// The interval excludes 0 and the change is not trivially small.
     pub significant: bool,
+    /// Several runs a side: each run's value and the spread (absent with one run a side).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<RowRuns>,
+}
+
+/// One row's values run by run, when a side has several runs: `baseline` and `new` of the
+/// row are the means of these.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Debug)]
+pub struct RowRuns {
+    /// Each baseline run's whole-run value, in the order the runs were given.
+    pub baseline: Vec<f64>,
+    /// Each new run's value.
+    pub new: Vec<f64>,
+    /// Sample standard deviation of the baseline runs (0 with one run).
+    pub baseline_sd: f64,
+    /// Sample standard deviation of the new runs.
+    pub new_sd: f64,
+    /// Welch-Satterthwaite degrees of freedom of the interval; `None` without one.
+    pub df: Option<f64>,
+    /// Two-sided p-value of Welch's t test; `None` without an interval.
+    pub p_value: Option<f64>,
+}
+
+/// How the interval of each row was estimated.
+#[derive(Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Debug)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// One run a side: bootstrap over each run's intervals.
+    IntervalBootstrap,
+    /// Two or more runs a side: Welch's t interval over runs.
+    WelchOverRuns,
+    /// No interval (runs too short, or one run against several).
+    None,
+}
+
+/// The runs compared.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Debug)]
+pub struct Sides {
+    /// How the intervals were estimated.
+    pub method: Method,
+    /// The baseline's runs, in the order given.
+    pub baseline: Vec<RunInfo>,
+    /// The new side's runs.
+    pub new: Vec<RunInfo>,
+}
+
+/// One run of a side: where and how long it was recorded.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Debug)]
+pub struct RunInfo {
+    /// Its label (usually the recording's path).
+    pub label: String,
+    /// Kernel, host and topology.
+    #[serde(flatten)]
+    pub meta: RunMeta,
+    /// Length of the run, seconds.
+    pub duration_s: f64,
+}
+
+impl RunInfo {
+    fn of(r: &RunSummary) -> RunInfo {
+        RunInfo {
+            label: r.label.clone(),
+            meta: r.meta.clone(),
+            duration_s: tidy(r.duration_ns() as f64 / 1e9),
+        }
+    }
 }
 
 /// runqlat's log2 histograms of both runs, padded to the same number of slots.
@@ -139,74 +212,56 @@ fn tidy(x: f64) -> f64 {
     }
 }
 
-fn meta_warnings(a: &RunSummary, b: &RunSummary) -> Vec<String> {
-    let mut w = Vec::new();
-    let mut differs = |what: &str, x: &str, y: &str| {
-        if x != y {
-            w.push(format!(
-                "different {what}: \"{x}\" (baseline) vs \"{y}\" (new)"
-            ));
-        }
-    };
-    let (ma, mb) = (&a.meta, &b.meta);
-    differs("kernel release", &ma.kernel_release, &mb.kernel_release);
-    differs("host", &ma.hostname, &mb.hostname);
-    differs(
-        "CPU count",
-        &ma.nr_cpus.to_string(),
-        &mb.nr_cpus.to_string(),
-    );
-    differs("topology", &ma.topology_summary, &mb.topology_summary);
-    w
-}
-
-/// At most this many domain names are listed in one warning.
-const LIST_DOMAINS: usize = 8;
-
-fn domain_warning(run: &str, names: &[String]) -> Option<String> {
-    if names.is_empty() {
-        return None;
-    }
-    let mut list = names[..names.len().min(LIST_DOMAINS)].join(", ");
-    if names.len() > LIST_DOMAINS {
-        list.push_str(&format!(" and {} more", names.len() - LIST_DOMAINS));
-    }
-    Some(format!(
-        "domains only in the {run} run, not compared: {list}"
-    ))
-}
-
 /// Compares two runs: `a` is the baseline, `b` the new one.
 pub fn diff(a: &RunSummary, b: &RunSummary) -> Diff {
-    let mut warnings = meta_warnings(a, b);
-    let layout = Layout::new(a, b);
-    for (run, names) in ["baseline", "new"].iter().zip(&layout.only_in) {
-        warnings.extend(domain_warning(run, names));
-    }
-    for (run, r) in [("baseline", a), ("new", b)] {
-        if r.intervals.is_empty() {
-            warnings.push(format!(
-                "the {run} run has no intervals: nothing was recorded"
-            ));
-        }
-        let lost = r.lost_events();
-        if lost > 0 {
-            warnings.push(format!(
-                "the {run} run lost {lost} events: its figures may be incomplete"
-            ));
-        }
-    }
-    let (la, lb) = (a.duration_ns() as f64, b.duration_ns() as f64);
-    if (la - lb).abs() > LENGTH_TOLERANCE * la.max(lb) {
-        warnings.push(format!(
-            "runs differ in length ({:.1} s vs {:.1} s): compare rates and percentiles, not \
-             totals (samples, lost events)",
-            la / 1e9,
-            lb / 1e9
-        ));
-    }
+    diff_runs(std::slice::from_ref(a), std::slice::from_ref(b))
+}
 
-    let rows = layout.rows();
+/// Compares two sides of one or more runs each: `a` the baseline's runs, `b` the new ones.
+/// One run a side: the bootstrap over intervals. Two or more a side: runs are the unit, each
+/// row's values are the means of the runs' whole-run figures and its interval Welch's (see
+/// [`runs`]). One run against several: means, no interval (a warning says why). A side
+/// without runs compares as empty, with a warning.
+pub fn diff_runs(a: &[RunSummary], b: &[RunSummary]) -> Diff {
+    let (ra, rb): (Vec<&RunSummary>, Vec<&RunSummary>) = (a.iter().collect(), b.iter().collect());
+    let layout = Layout::new(&ra, &rb);
+    let mut warnings = warn::warnings(a, b, &layout);
+    let defs = layout.rows();
+    let (method, rows) = if a.len() == 1 && b.len() == 1 {
+        single(&a[0], &b[0], &layout, &defs, &mut warnings)
+    } else {
+        runs::compare(a, b, &layout, &defs, &mut warnings)
+    };
+    Diff {
+        baseline: side_label(a),
+        new: side_label(b),
+        sides: Sides {
+            method,
+            baseline: a.iter().map(RunInfo::of).collect(),
+            new: b.iter().map(RunInfo::of).collect(),
+        },
+        warnings,
+        rows,
+        histograms: hist_pair(a, b),
+    }
+}
+
+/// A side's name: its run's label, or its runs' labels.
+fn side_label(runs: &[RunSummary]) -> String {
+    runs.iter()
+        .map(|r| r.label.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One run a side: every figure of the whole runs, the interval by bootstrap over intervals.
+fn single(
+    a: &RunSummary,
+    b: &RunSummary,
+    layout: &Layout,
+    rows: &[layout::RowDef],
+    warnings: &mut Vec<String>,
+) -> (Method, Vec<DiffRow>) {
     let split = |r: &RunSummary| {
         let mut all = layout.zero();
         let mut partial = layout.zero();
@@ -238,8 +293,8 @@ pub fn diff(a: &RunSummary, b: &RunSummary) -> Diff {
     }
     let replicates = enough.then(|| {
         let mut rng = SplitMix64::new(SEED);
-        let ra = bootstrap(&part_a, &full_a, &rows, BOOTSTRAP_ITERATIONS, &mut rng);
-        let rb = bootstrap(&part_b, &full_b, &rows, BOOTSTRAP_ITERATIONS, &mut rng);
+        let ra = bootstrap(&part_a, &full_a, rows, BOOTSTRAP_ITERATIONS, &mut rng);
+        let rb = bootstrap(&part_b, &full_b, rows, BOOTSTRAP_ITERATIONS, &mut rng);
         (ra, rb)
     });
 
@@ -249,31 +304,41 @@ pub fn diff(a: &RunSummary, b: &RunSummary) -> Diff {
         .map(|(k, def)| {
             let base = tidy(def.kind.eval(&all_a));
             let new = tidy(def.kind.eval(&all_b));
-            let change_pct = (base != 0.0).then(|| tidy((new - base) / base.abs() * 100.0));
             let ci = match &replicates {
                 Some((ra, rb)) if def.kind.has_noise() => Some(interval(&ra[k], &rb[k])),
                 _ => None,
             };
-            let significant = ci.is_some_and(|ci| beyond_noise(def.section, base, new, ci));
-            DiffRow {
-                section: def.section.to_string(),
-                metric: def.metric.clone(),
-                baseline: base,
-                new,
-                change_pct,
-                ci_low: ci.map(|c| tidy(c.0)),
-                ci_high: ci.map(|c| tidy(c.1)),
-                significant,
-            }
+            row(def, base, new, ci, None)
         })
         .collect();
+    let method = if enough {
+        Method::IntervalBootstrap
+    } else {
+        Method::None
+    };
+    (method, rows)
+}
 
-    Diff {
-        baseline: a.label.clone(),
-        new: b.label.clone(),
-        warnings,
-        rows,
-        histograms: hist_pair(a, b),
+/// A row from its two values, the interval of their difference and the runs' values.
+fn row(
+    def: &layout::RowDef,
+    base: f64,
+    new: f64,
+    ci: Option<(f64, f64)>,
+    runs: Option<RowRuns>,
+) -> DiffRow {
+    let change_pct = (base != 0.0).then(|| tidy((new - base) / base.abs() * 100.0));
+    let significant = ci.is_some_and(|ci| beyond_noise(def.section, base, new, ci));
+    DiffRow {
+        section: def.section.to_string(),
+        metric: def.metric.clone(),
+        baseline: base,
+        new,
+        change_pct,
+        ci_low: ci.map(|c| tidy(c.0)),
+        ci_high: ci.map(|c| tidy(c.1)),
+        significant,
+        runs,
     }
 }
 
@@ -296,8 +361,20 @@ fn beyond_noise(section: &str, base: f64, new: f64, (lo, hi): (f64, f64)) -> boo
     excludes && d.abs() >= (rel * base.abs()).max(abs)
 }
 
-fn hist_pair(a: &RunSummary, b: &RunSummary) -> HistPair {
-    let (mut ha, mut hb) = (a.runqlat_log2(), b.runqlat_log2());
+/// The runqlat histograms of each side, its runs' histograms summed.
+fn hist_pair(a: &[RunSummary], b: &[RunSummary]) -> HistPair {
+    let pooled = |runs: &[RunSummary]| {
+        let mut h: Vec<u64> = Vec::new();
+        for r in runs {
+            let rh = r.runqlat_log2();
+            if h.len() < rh.len() {
+                h.resize(rh.len(), 0);
+            }
+            h.iter_mut().zip(&rh).for_each(|(x, y)| *x += y);
+        }
+        h
+    };
+    let (mut ha, mut hb) = (pooled(a), pooled(b));
     let n = ha.len().max(hb.len());
     ha.resize(n, 0);
     hb.resize(n, 0);

@@ -1,15 +1,16 @@
-//! `lbscope diff`: two recordings, each through its own analyzer into a history, compared
-//! (crate::diff); printed as text or JSON, or shown in the TUI (`--tui`).
+//! `lbscope diff`: two sides of one or more recordings each (files, or directories of .lbs
+//! files), every recording through its own analyzer, compared (crate::diff); printed as text,
+//! JSON or Markdown, or shown in the TUI (`--tui`).
 
 use super::{damage_outcome, settings, stop_on_signals, CmdError};
 use crate::analyze::Snapshot;
-use crate::cli::{DiffArgs, FilterArgs, ModelArgs};
+use crate::cli::{DiffArgs, DiffFormat, FilterArgs, ModelArgs};
 use crate::diff::{Diff, RunMeta, RunSummary};
 use crate::pipeline::Source;
 use crate::record::{Damage, Header};
 use crate::topology::Topology;
 use crate::tui::app::App;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Every interval of a recording, the final partial one included.
 pub fn analyze_file(
@@ -31,31 +32,143 @@ fn meta(h: &Header) -> RunMeta {
     }
 }
 
+/// The recordings of one side: files as given, directories replaced by their `.lbs` files
+/// in name order.
+fn expand(paths: &[PathBuf], side: &str) -> Result<Vec<PathBuf>, CmdError> {
+    let mut out = Vec::new();
+    for p in paths {
+        if !p.is_dir() {
+            out.push(p.clone());
+            continue;
+        }
+        let entries = std::fs::read_dir(p).map_err(|e| {
+            CmdError::Usage(format!("{}: cannot list the directory: {e}", p.display()))
+        })?;
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|f| f.extension().is_some_and(|x| x == "lbs") && f.is_file())
+            .collect();
+        if files.is_empty() {
+            return Err(CmdError::Usage(format!(
+                "{}: no .lbs recordings in this directory (the {side} side)",
+                p.display()
+            )));
+        }
+        files.sort();
+        out.append(&mut files);
+    }
+    Ok(out)
+}
+
+/// The two sides from the command line: `A B`, or `A1 A2 ... -- B1 B2 ...`.
+pub fn sides(args: &DiffArgs) -> Result<(Vec<PathBuf>, Vec<PathBuf>), CmdError> {
+    const HOW: &str = "lbscope diff BASELINE NEW, or lbscope diff A1 A2 ... -- B1 B2 ... \
+                       (files or directories of .lbs files)";
+    let (a, b) = if args.new.is_empty() {
+        match args.baseline.as_slice() {
+            [a, b] => (vec![a.clone()], vec![b.clone()]),
+            [_] => {
+                return Err(CmdError::Usage(format!(
+                    "diff needs two sides, got one: {HOW}"
+                )))
+            }
+            more => {
+                return Err(CmdError::Usage(format!(
+                    "{} recordings and no `--`: put `--` between the baseline's runs and the \
+                     new side's ({HOW})",
+                    more.len()
+                )))
+            }
+        }
+    } else {
+        // Everything after `--` is a recording to clap, options too.
+        if let Some(o) = args
+            .new
+            .iter()
+            .find(|p| p.to_string_lossy().starts_with('-') && !p.exists())
+        {
+            return Err(CmdError::Usage(format!(
+                "{}: options after `--` are read as recordings of the new side: put them \
+                 before `--`",
+                o.display()
+            )));
+        }
+        (args.baseline.clone(), args.new.clone())
+    };
+    Ok((expand(&a, "baseline")?, expand(&b, "new")?))
+}
+
+/// One side's runs, summarized, with the first run's topology and snapshots (the TUI's
+/// history charts draw the first run of each side) and the damage of each.
+struct Side {
+    runs: Vec<RunSummary>,
+    topo: Option<Topology>,
+    first: Vec<Snapshot>,
+    damage: Vec<Damage>,
+}
+
+/// Every run of one side, summarized.
+fn summarize(paths: &[PathBuf], interval_ns: u64, args: &DiffArgs) -> Result<Side, CmdError> {
+    let mut runs = Vec::new();
+    let mut topo = None;
+    let mut first = None;
+    let mut damage = Vec::new();
+    for p in paths {
+        let (h, snaps, d) = analyze_file(p, interval_ns, &args.filter, &args.model)?;
+        runs.push(RunSummary::from_snapshots(
+            &snaps,
+            &p.display().to_string(),
+            meta(&h),
+        ));
+        topo.get_or_insert_with(|| h.topology.clone());
+        first.get_or_insert(snaps);
+        damage.push(d);
+    }
+    let first = first.unwrap_or_default();
+    Ok(Side {
+        runs,
+        topo,
+        first,
+        damage,
+    })
+}
+
 /// Runs `lbscope diff`.
 pub fn run(args: &DiffArgs) -> Result<(), CmdError> {
     let interval_ns = settings::interval_ns(args.interval)?;
-    let (ha, sa, da) = analyze_file(&args.baseline, interval_ns, &args.filter, &args.model)?;
-    let (hb, sb, db) = analyze_file(&args.new, interval_ns, &args.filter, &args.model)?;
-    let label = |p: &Path| p.display().to_string();
-    let a = RunSummary::from_snapshots(&sa, &label(&args.baseline), meta(&ha));
-    let b = RunSummary::from_snapshots(&sb, &label(&args.new), meta(&hb));
-    let d = crate::diff::diff(&a, &b);
+    let (pa, pb) = sides(args)?;
+    let a = summarize(&pa, interval_ns, args)?;
+    let b = summarize(&pb, interval_ns, args)?;
+    let d = crate::diff::diff_runs(&a.runs, &b.runs);
+    let (topo, da, db) = (a.topo, a.damage, b.damage);
+    let damaged = || -> Result<(), CmdError> {
+        for (p, d) in pa.iter().chain(&pb).zip(da.iter().chain(&db)) {
+            damage_outcome(p, d)?;
+        }
+        Ok(())
+    };
     if args.tui {
-        show(d, ha.topology.clone(), (sa, sb))?;
-        damage_outcome(&args.baseline, &da)?;
-        return damage_outcome(&args.new, &db);
+        let topo = topo.ok_or_else(|| CmdError::Usage("the baseline side has no runs".into()))?;
+        show(d, topo, (a.first, b.first))?;
+        return damaged();
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    if args.json {
-        use std::io::Write;
-        serde_json::to_writer(&mut out, &d).map_err(std::io::Error::other)?;
-        writeln!(out)?;
+    let format = if args.json {
+        DiffFormat::Json
     } else {
-        crate::output::diff_text::render_diff_text(&d, &mut out)?;
+        args.format
+    };
+    match format {
+        DiffFormat::Json => {
+            use std::io::Write;
+            serde_json::to_writer(&mut out, &d).map_err(std::io::Error::other)?;
+            writeln!(out)?;
+        }
+        DiffFormat::Text => crate::output::diff_text::render_diff_text(&d, &mut out)?,
+        DiffFormat::Markdown => crate::output::diff_markdown::render_diff_markdown(&d, &mut out)?,
     }
-    damage_outcome(&args.baseline, &da)?;
-    damage_outcome(&args.new, &db)
+    damaged()
 }
 
 /// Shows a comparison in the TUI until `q`: computed before the screen opens, so the

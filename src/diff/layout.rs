@@ -1,6 +1,6 @@
-//! The shared shape of two runs: which rows the diff has (reasons, levels and domains of
-//! either run) and a dense vector of additive counts per interval laid out the same way for
-//! both runs, so that summing intervals and evaluating a row is index arithmetic.
+//! The shared shape of the runs compared: which rows the diff has (reasons, levels and
+//! domains of any run) and a dense vector of additive counts per interval laid out the same
+//! way for every run, so that summing intervals and evaluating a row is index arithmetic.
 //!
 //! Invariant: every row is a function of a [`Dense`] sum of intervals only; a resample of
 //! intervals therefore evaluates exactly like the whole run.
@@ -103,17 +103,17 @@ pub(super) struct RowDef {
 pub(super) struct Layout {
     reasons: Vec<String>,
     levels: Vec<String>,
-    /// Domains present in both runs, in the baseline's order.
+    /// Domains present in every run, in the first baseline run's order.
     domains: Vec<(String, CpuSet)>,
     domain_index: HashMap<(String, CpuSet), usize>,
-    /// Domains of one run only, by run (baseline, new), as "level span".
+    /// Domains not in every run, by the side that has them (baseline, new), as "level span".
     pub only_in: [Vec<String>; 2],
 }
 
 /// Keys of `maps` with a non-zero count in some interval, ordered by `order` first, the rest
 /// alphabetically.
 fn keys_in_order<'a>(
-    runs: [&'a RunSummary; 2],
+    runs: &[&'a RunSummary],
     get: impl Fn(&'a IntervalFigures) -> &'a std::collections::BTreeMap<String, u64>,
     order: &[String],
 ) -> Vec<String> {
@@ -156,27 +156,44 @@ pub(super) fn domain_name(level: &str, span: &CpuSet) -> String {
 }
 
 impl Layout {
-    /// The rows two runs share.
-    pub fn new(a: &RunSummary, b: &RunSummary) -> Layout {
+    /// The rows the runs of two sides share (one run a side in the plain comparison).
+    /// Domains compared are those of every run, in the first baseline run's order; the
+    /// others are listed in `only_in` by the side that saw them.
+    pub fn new(a: &[&RunSummary], b: &[&RunSummary]) -> Layout {
+        let all: Vec<&RunSummary> = a.iter().chain(b).copied().collect();
         let reason_order: Vec<String> = reason_names().map(str::to_string).collect();
-        let reasons = keys_in_order([a, b], |iv| &iv.by_reason, &reason_order);
-        let mut level_order = a.level_order.clone();
-        for l in &b.level_order {
-            if !level_order.contains(l) {
-                level_order.push(l.clone());
+        let reasons = keys_in_order(&all, |iv| &iv.by_reason, &reason_order);
+        let mut level_order: Vec<String> = Vec::new();
+        for r in &all {
+            for l in &r.level_order {
+                if !level_order.contains(l) {
+                    level_order.push(l.clone());
+                }
             }
         }
-        let levels = keys_in_order([a, b], |iv| &iv.by_level, &level_order);
-        let (da, db) = (domains_of(a), domains_of(b));
-        let domains: Vec<(String, CpuSet)> =
-            da.iter().filter(|d| db.contains(d)).cloned().collect();
-        let only = |x: &[(String, CpuSet)], y: &[(String, CpuSet)]| {
-            x.iter()
-                .filter(|d| !y.contains(d))
-                .map(|(l, s)| domain_name(l, s))
-                .collect::<Vec<_>>()
+        let levels = keys_in_order(&all, |iv| &iv.by_level, &level_order);
+        let per_run: Vec<Vec<(String, CpuSet)>> = all.iter().map(|r| domains_of(r)).collect();
+        let domains: Vec<(String, CpuSet)> = per_run
+            .first()
+            .map(|first| {
+                first
+                    .iter()
+                    .filter(|d| per_run.iter().all(|p| p.contains(d)))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let only = |side: &[Vec<(String, CpuSet)>]| {
+            let mut out: Vec<String> = Vec::new();
+            for (l, s) in side.iter().flatten() {
+                let name = domain_name(l, s);
+                if !domains.contains(&(l.clone(), *s)) && !out.contains(&name) {
+                    out.push(name);
+                }
+            }
+            out
         };
-        let only_in = [only(&da, &db), only(&db, &da)];
+        let only_in = [only(&per_run[..a.len()]), only(&per_run[a.len()..])];
         let domain_index = domains
             .iter()
             .enumerate()

@@ -14,18 +14,18 @@ const SEC: u64 = 1_000_000_000;
 
 /// One interval to build a snapshot from.
 #[derive(Clone, Debug)]
-struct Iv {
-    len_ns: u64,
-    partial: bool,
-    log2: Vec<u64>,
-    max_us: f64,
-    reasons: Vec<(&'static str, u64)>,
-    levels: Vec<(&'static str, u64)>,
+pub(super) struct Iv {
+    pub(super) len_ns: u64,
+    pub(super) partial: bool,
+    pub(super) log2: Vec<u64>,
+    pub(super) max_us: f64,
+    pub(super) reasons: Vec<(&'static str, u64)>,
+    pub(super) levels: Vec<(&'static str, u64)>,
     /// (level, span, movable_ns, pinned_ns)
-    idle: Vec<(&'static str, &'static str, u64, u64)>,
-    lost: u64,
+    pub(super) idle: Vec<(&'static str, &'static str, u64, u64)>,
+    pub(super) lost: u64,
     /// (finding kind, count)
-    findings: Vec<(&'static str, u64)>,
+    pub(super) findings: Vec<(&'static str, u64)>,
 }
 
 impl Default for Iv {
@@ -119,7 +119,7 @@ fn snaps(ivs: &[Iv]) -> Vec<Snapshot> {
         .collect()
 }
 
-fn meta() -> RunMeta {
+pub(super) fn meta() -> RunMeta {
     RunMeta {
         kernel_release: "6.12.0".into(),
         hostname: "box".into(),
@@ -128,11 +128,11 @@ fn meta() -> RunMeta {
     }
 }
 
-fn run(label: &str, ivs: &[Iv]) -> RunSummary {
+pub(super) fn run(label: &str, ivs: &[Iv]) -> RunSummary {
     RunSummary::from_snapshots(&snaps(ivs), label, meta())
 }
 
-fn row<'a>(d: &'a Diff, section: &str, metric: &str) -> &'a DiffRow {
+pub(super) fn row<'a>(d: &'a Diff, section: &str, metric: &str) -> &'a DiffRow {
     d.rows
         .iter()
         .find(|r| r.section == section && r.metric == metric)

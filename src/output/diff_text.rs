@@ -5,7 +5,7 @@
 //!
 //! Owns no state: a pure function of the diff. JSON is the serde form of [`Diff`] itself.
 
-use crate::diff::{section, Diff, DiffRow, BOOTSTRAP_ITERATIONS};
+use crate::diff::{section, Diff, DiffRow, RunInfo, BOOTSTRAP_ITERATIONS};
 use std::io::{self, Write};
 
 /// Output width.
@@ -31,12 +31,64 @@ pub fn render_diff_text(d: &Diff, w: &mut impl Write) -> io::Result<()> {
     if !d.warnings.is_empty() {
         writeln!(w)?;
     }
+    if is_multi(d) {
+        side_header("baseline", &d.sides.baseline, w)?;
+        side_header("new", &d.sides.new, w)?;
+        writeln!(w)?;
+        multi_table(d, w)?;
+        writeln!(w)?;
+        writeln!(
+            w,
+            "run-queue latency histogram, each side's runs pooled (counts summed)"
+        )?;
+        return histogram_rows(&d.histograms.baseline, &d.histograms.new, w);
+    }
     writeln!(w, "baseline  {}", d.baseline)?;
     writeln!(w, "new       {}", d.new)?;
     writeln!(w)?;
     table(&d.rows, w)?;
     writeln!(w)?;
     histograms(&d.histograms.baseline, &d.histograms.new, w)
+}
+
+/// Whether a side has several runs (rows then hold means and each run's values).
+pub fn is_multi(d: &Diff) -> bool {
+    d.sides.baseline.len() != 1 || d.sides.new.len() != 1
+}
+
+/// What the runs of a side have in common: "6.1.0-56-amd64, 8 CPUs: smt llc numa", or the
+/// distinct values joined by " / " where runs differ.
+pub fn side_summary(runs: &[RunInfo]) -> String {
+    let distinct = |f: &dyn Fn(&RunInfo) -> &str| {
+        let mut v: Vec<&str> = Vec::new();
+        for r in runs {
+            if !v.contains(&f(r)) {
+                v.push(f(r));
+            }
+        }
+        v.join(" / ")
+    };
+    format!(
+        "{}, {}",
+        distinct(&|r| r.meta.kernel_release.as_str()),
+        distinct(&|r| r.meta.topology_summary.as_str())
+    )
+}
+
+fn side_header(name: &str, runs: &[RunInfo], w: &mut impl Write) -> io::Result<()> {
+    let n = runs.len();
+    let head = format!(
+        "{name:<9} {n} run{}: {}",
+        if n == 1 { "" } else { "s" },
+        side_summary(runs)
+    );
+    for line in wrap(&head, "            ") {
+        writeln!(w, "{line}")?;
+    }
+    for r in runs {
+        writeln!(w, "            {} ({:.1} s)", r.label, r.duration_s)?;
+    }
+    Ok(())
 }
 
 /// Breaks `text` at spaces so that lines fit [`WIDTH`]; continuation lines start with
@@ -62,7 +114,7 @@ fn wrap(text: &str, indent: &str) -> Vec<String> {
 }
 
 /// The heading of a section.
-fn title(section: &str) -> String {
+pub fn title(section: &str) -> String {
     match section {
         section::RUN => "recording".into(),
         section::RUNQLAT => "run-queue latency (us)".into(),
@@ -78,7 +130,7 @@ fn title(section: &str) -> String {
 }
 
 /// How a row's metric is shown.
-fn metric_name(r: &DiffRow) -> &str {
+pub fn metric_name(r: &DiffRow) -> &str {
     match (r.section.as_str(), r.metric.as_str()) {
         (section::RUN, "duration_s") => "duration (s)",
         (_, m) => m,
@@ -87,7 +139,7 @@ fn metric_name(r: &DiffRow) -> &str {
 
 /// Decimals of a row's values: counts none, percentages two, the rest one; more (up to
 /// four) for a small non-zero value, so that it shows two significant digits.
-fn decimals(r: &DiffRow) -> usize {
+pub fn decimals(r: &DiffRow) -> usize {
     let count = matches!(
         (r.section.as_str(), r.metric.as_str()),
         (section::RUN, "intervals") | (section::RUNQLAT, "samples") | (section::LOST, _)
@@ -110,7 +162,7 @@ fn decimals(r: &DiffRow) -> usize {
 }
 
 /// `v` with `dec` decimals in at most `width - 1` characters (fewer decimals if needed).
-fn num(v: f64, dec: usize, width: usize, sign: bool) -> String {
+pub fn num(v: f64, dec: usize, width: usize, sign: bool) -> String {
     for d in (0..=dec).rev() {
         let s = if sign {
             format!("{v:+.d$}")
@@ -124,7 +176,8 @@ fn num(v: f64, dec: usize, width: usize, sign: bool) -> String {
     unreachable!("the loop returns at d == 0")
 }
 
-fn change(r: &DiffRow) -> String {
+/// The change column of a row ("+25.0%", "n/a").
+pub fn change(r: &DiffRow) -> String {
     match r.change_pct {
         None => "n/a".into(),
         Some(c) if c.abs() >= 99_999.5 => format!("{}99999%", if c > 0.0 { ">+" } else { "<-" }),
@@ -211,6 +264,87 @@ fn table(rows: &[DiffRow], w: &mut impl Write) -> io::Result<()> {
     }
 }
 
+/// The table of a comparison with several runs a side: each side's mean and its runs'
+/// standard deviation in % of the mean, the change of the means, Welch's interval.
+fn multi_table(d: &Diff, w: &mut impl Write) -> io::Result<()> {
+    const MLABEL: usize = 20;
+    const MVALUE: usize = 14;
+    writeln!(
+        w,
+        "{:MLABEL$}{:>MVALUE$}{:>MVALUE$}{:>CHANGE$}  95% CI of new-base",
+        "", "baseline ±sd", "new ±sd", "change"
+    )?;
+    let mut current: Option<&str> = None;
+    let mut any_ci = false;
+    for r in &d.rows {
+        if current != Some(r.section.as_str()) {
+            writeln!(w, "{}", title(&r.section))?;
+            current = Some(&r.section);
+        }
+        let name = format!("  {}", metric_name(r));
+        let label = if name.len() < MLABEL {
+            name
+        } else {
+            writeln!(w, "{name}")?;
+            String::new()
+        };
+        let dec = decimals(r);
+        any_ci |= r.ci_low.is_some();
+        let (sa, sb) = r
+            .runs
+            .as_ref()
+            .map_or((0.0, 0.0), |x| (x.baseline_sd, x.new_sd));
+        let line = format!(
+            "{label:MLABEL$}{:>MVALUE$}{:>MVALUE$}{:>CHANGE$}  {:CI$}{}",
+            mean_sd(r.baseline, sa, dec),
+            mean_sd(r.new, sb, dec),
+            change(r),
+            interval(r, dec),
+            if r.significant { " *" } else { "" }
+        );
+        writeln!(w, "{}", line.trim_end())?;
+    }
+    writeln!(w)?;
+    let (na, nb) = (d.sides.baseline.len(), d.sides.new.len());
+    if any_ci {
+        writeln!(
+            w,
+            "* beyond the noise: Welch's 95% interval of mean(new) - mean(baseline) over"
+        )?;
+        writeln!(
+            w,
+            "  runs ({na} and {nb} runs, t with Welch-Satterthwaite df) excludes 0 and the"
+        )?;
+        writeln!(
+            w,
+            "  change is not trivial; ±sd is the runs' stddev in % of the mean"
+        )
+    } else {
+        writeln!(
+            w,
+            "no noise estimate (see the warnings): no change can be called significant"
+        )
+    }
+}
+
+/// "12.3 ±4.1%": a mean and a standard deviation in % of it (absolute when the mean is 0).
+pub fn mean_sd(mean: f64, sd: f64, dec: usize) -> String {
+    let m = num(mean, dec, 8, false);
+    if mean == 0.0 {
+        return if sd == 0.0 {
+            format!("{m} ±0")
+        } else {
+            format!("{m} ±{}", num(sd, dec, 6, false))
+        };
+    }
+    let pct = sd / mean.abs() * 100.0;
+    if pct >= 9.95 {
+        format!("{m} ±{pct:.0}%")
+    } else {
+        format!("{m} ±{pct:.1}%")
+    }
+}
+
 /// A runqlat star bar of `c` out of `max`.
 fn bar(c: u64, max: u64) -> String {
     let n = (c.min(max) * STARS / max.max(1)) as usize;
@@ -219,11 +353,19 @@ fn bar(c: u64, max: u64) -> String {
 
 fn histograms(a: &[u64], b: &[u64], w: &mut impl Write) -> io::Result<()> {
     let last_nonzero = |h: &[u64]| h.iter().rposition(|c| *c != 0);
-    let last = last_nonzero(a).max(last_nonzero(b));
-    let Some(last) = last else {
+    if last_nonzero(a).max(last_nonzero(b)).is_none() {
         return writeln!(w, "run-queue latency histogram: no samples");
-    };
+    }
     writeln!(w, "run-queue latency histogram, whole runs")?;
+    histogram_rows(a, b, w)
+}
+
+/// The histograms' column heads and rows (or a line saying there are no samples).
+fn histogram_rows(a: &[u64], b: &[u64], w: &mut impl Write) -> io::Result<()> {
+    let last_nonzero = |h: &[u64]| h.iter().rposition(|c| *c != 0);
+    let Some(last) = last_nonzero(a).max(last_nonzero(b)) else {
+        return writeln!(w, "  no samples");
+    };
     writeln!(
         w,
         "{:>20}{:>10}  {:<16}{:>10}  distribution",
@@ -265,6 +407,20 @@ mod tests {
             ci_low: Some((new - base) * 0.8),
             ci_high: Some((new - base) * 1.2),
             significant: sig,
+            runs: None,
+        }
+    }
+
+    fn info(label: &str, kernel: &str) -> RunInfo {
+        RunInfo {
+            label: label.into(),
+            meta: crate::diff::RunMeta {
+                kernel_release: kernel.into(),
+                hostname: "box".into(),
+                topology_summary: "8 CPUs: smt llc".into(),
+                nr_cpus: 8,
+            },
+            duration_s: 5.0,
         }
     }
 
@@ -272,6 +428,11 @@ mod tests {
         Diff {
             baseline: "base.lbs".into(),
             new: "new.lbs".into(),
+            sides: crate::diff::Sides {
+                method: crate::diff::Method::IntervalBootstrap,
+                baseline: vec![info("base.lbs", "6.12.0")],
+                new: vec![info("new.lbs", "6.13.0")],
+            },
             warnings: vec![
                 "different kernel release: \"6.12.0\" (baseline) vs \"6.13.0\" (new)".into(),
                 format!(

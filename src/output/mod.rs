@@ -4,6 +4,7 @@
 //! exporter runs an [`crate::analyze::Analyzer`] to draw its figures over time).
 
 pub mod counters_text;
+pub mod diff_markdown;
 pub mod diff_text;
 pub mod json;
 pub mod jsonl;

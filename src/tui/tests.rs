@@ -453,6 +453,47 @@ fn diff_view_shows_rows_and_histograms_side_by_side() {
 }
 
 #[test]
+fn diff_view_of_several_runs_a_side_shows_means_and_pooled_histograms() {
+    let (h, a) = golden();
+    let meta = crate::diff::RunMeta {
+        kernel_release: h.kernel_release.clone(),
+        hostname: h.hostname.clone(),
+        topology_summary: "16 CPUs".into(),
+        nr_cpus: 16,
+    };
+    let run = |l: &str| crate::diff::RunSummary::from_snapshots(&a, l, meta.clone());
+    let one = crate::diff::diff(&run("a.lbs"), &run("b.lbs"));
+    let d = crate::diff::diff_runs(
+        &[run("a1.lbs"), run("a2.lbs")],
+        &[run("b1.lbs"), run("b2.lbs"), run("b3.lbs")],
+    );
+    let hist = d.histograms.clone();
+    let app = App::for_diff(d, h.topology.clone());
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        has(&scr, "baseline 2 runs   new 3 runs: means of the runs");
+        has(&scr, "runqlat_us p50");
+        // Pooled: each slot holds its runs' counts summed (2 and 3 copies of one run).
+        for (i, c) in one
+            .histograms
+            .baseline
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+        {
+            assert_eq!(hist.baseline[i], 2 * c);
+            assert_eq!(hist.new[i], 3 * c);
+            let lo = if i == 0 { 0 } else { 1u64 << i };
+            let line = scr
+                .lines()
+                .find(|l| l.contains(&format!("{lo:>6}-")))
+                .unwrap_or_else(|| panic!("slot {lo} on screen:\n{scr}"));
+            assert!(line.contains(&format!(" {} ", 3 * c)), "{line}");
+        }
+    }
+}
+
+#[test]
 fn keys_switch_views_pause_and_reconfigure() {
     let mut app = golden_app(View::Overview);
     for (n, v) in View::TABS.iter().enumerate() {

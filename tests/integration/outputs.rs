@@ -126,6 +126,24 @@ fn produce() -> BTreeMap<String, (String, usize)> {
     let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
     got.insert("diff.text".into(), output(&["diff", a, b], None));
     got.insert("diff.json".into(), output(&["diff", a, b, "--json"], None));
+    got.insert(
+        "diff.markdown".into(),
+        output(&["diff", a, b, "--format", "markdown"], None),
+    );
+    // Two runs a side (different scenarios: the figures only have to be stable).
+    let a2 = lab_file("6.1-4node-overload");
+    let b2 = lab_file("6.12-2s-smt-numa-overload");
+    let (a2, b2) = (a2.to_str().unwrap(), b2.to_str().unwrap());
+    for (name, extra) in [
+        ("diff-runs.text", &[][..]),
+        ("diff-runs.json", &["--json"][..]),
+        ("diff-runs.markdown", &["--format", "markdown"][..]),
+    ] {
+        let mut args = vec!["diff", a, a2];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", b, b2]);
+        got.insert(name.into(), output(&args, None));
+    }
     let synthetic = [
         "report",
         "--synthetic",

@@ -1,7 +1,9 @@
 //! The diff view (`lbscope diff A B --tui`): the comparison's rows (baseline, new, change,
 //! 95% interval, `*` beyond the noise) scrolling, next to or above the two runs' run-queue
-//! latency histograms side by side; below, when the screen has room, both runs' history of
-//! the series `s` picks, row by row on one scale.
+//! latency histograms side by side (with several runs a side: the rows' means and Welch's
+//! intervals over runs, and each side's histograms pooled over its runs); below, when the
+//! screen has room, both sides' history of the series `s` picks (their first runs), row by
+//! row on one scale.
 
 use crate::diff::Diff;
 use crate::tui::app::App;
@@ -55,7 +57,16 @@ fn num(v: f64) -> String {
 
 fn draw_table(f: &mut Frame, area: Rect, d: &Diff, scroll: usize, pal: Palette) {
     let mut lines = vec![
-        Line::raw(format!("baseline {}   new {}", d.baseline, d.new)),
+        Line::raw(if crate::output::diff_text::is_multi(d) {
+            format!(
+                "baseline {} runs   new {} runs: means of the runs, Welch's interval over \
+                 runs, histograms pooled",
+                d.sides.baseline.len(),
+                d.sides.new.len()
+            )
+        } else {
+            format!("baseline {}   new {}", d.baseline, d.new)
+        }),
         Line::styled(
             format!(
                 "{:<26}{:>10}{:>10}{:>9}  {:<18}",
