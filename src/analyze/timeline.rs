@@ -408,34 +408,36 @@ impl Timeline {
         s.known.then_some(s)
     }
 
+    /// The known states of `cpu` over `[a, b)` (`b` already cut to what is known), as
+    /// `(start, end, state)` pieces in time order.
+    fn pieces(&self, cpu: u32, a: u64, b: u64) -> impl Iterator<Item = (u64, u64, CpuState)> + '_ {
+        let changes = self.lanes.get(cpu as usize).map(|l| &l.changes);
+        let first = changes.map_or(0, |ch| {
+            ch.partition_point(|c| c.t_ns <= a).saturating_sub(1)
+        });
+        changes.into_iter().flat_map(move |ch| {
+            ch.iter()
+                .enumerate()
+                .skip(first)
+                .take_while(move |(_, c)| c.t_ns < b)
+                .filter_map(move |(i, c)| {
+                    let end = ch.get(i + 1).map_or(b, |n| n.t_ns.min(b));
+                    let start = c.t_ns.max(a);
+                    (end > start && c.state.known).then_some((start, end, c.state))
+                })
+        })
+    }
+
     /// `cpu`'s span `[a, b)` summarised. Time after the newest event is not known.
     pub fn cell(&self, cpu: u32, a: u64, b: u64) -> Cell {
         let mut cell = Cell::default();
-        let Some(lane) = self.lanes.get(cpu as usize) else {
-            return cell;
-        };
         let b = b.min(self.now_ns.saturating_add(1)).min(self.clip.1);
-        if a >= b {
-            return cell;
-        }
-        let first = lane
-            .changes
-            .partition_point(|c| c.t_ns <= a)
-            .saturating_sub(1);
-        for (i, c) in lane.changes.iter().enumerate().skip(first) {
-            if c.t_ns >= b {
-                break;
-            }
-            let end = lane.changes.get(i + 1).map_or(b, |n| n.t_ns.min(b));
-            let start = c.t_ns.max(a);
-            if end <= start || !c.state.known {
-                continue;
-            }
+        for (start, end, state) in self.pieces(cpu, a, b) {
             cell.known_ns += end - start;
-            if c.state.running {
+            if state.running {
                 cell.busy_ns += end - start;
             }
-            cell.max_waiting = cell.max_waiting.max(c.state.waiting);
+            cell.max_waiting = cell.max_waiting.max(state.waiting);
         }
         cell
     }
@@ -461,23 +463,8 @@ impl Timeline {
     /// The stretches of `[a, b)` during which `cpu` was idle, as `(start, end)`.
     pub fn idle_stretches(&self, cpu: u32, a: u64, b: u64) -> Vec<(u64, u64)> {
         let mut out: Vec<(u64, u64)> = Vec::new();
-        let Some(lane) = self.lanes.get(cpu as usize) else {
-            return out;
-        };
         let b = b.min(self.now_ns).min(self.clip.1);
-        let first = lane
-            .changes
-            .partition_point(|c| c.t_ns <= a)
-            .saturating_sub(1);
-        for (i, c) in lane.changes.iter().enumerate().skip(first) {
-            if c.t_ns >= b {
-                break;
-            }
-            let end = lane.changes.get(i + 1).map_or(b, |n| n.t_ns.min(b));
-            let start = c.t_ns.max(a);
-            if end <= start || !c.state.known || c.state.running {
-                continue;
-            }
+        for (start, end, _) in self.pieces(cpu, a, b).filter(|p| !p.2.running) {
             match out.last_mut() {
                 Some(last) if last.1 == start => last.1 = end,
                 _ => out.push((start, end)),

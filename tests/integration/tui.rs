@@ -198,7 +198,7 @@ pub(crate) fn bin() -> &'static str {
 }
 
 /// The number after `key` on the first line holding it.
-fn number_after(screen: &str, key: &str) -> f64 {
+pub(crate) fn number_after(screen: &str, key: &str) -> f64 {
     let line = screen
         .lines()
         .find(|l| l.contains(key))

@@ -2,25 +2,10 @@
 //! 4-node 6.1 kernel, balancer hooks on): every timeline key, Enter on a missed pull, the
 //! evidence pane's scroll, Esc, a resize to 80x24, and a clean exit.
 
-use super::tui::{bin, Tmux};
+use super::tui::{bin, number_after as after, Tmux};
 use std::time::Duration;
 
 const LAB: &str = "tests/fixtures/lab/6.1-4node-group-imbalance.lbs";
-
-/// The number after `key` on the first line holding it.
-fn after(screen: &str, key: &str) -> f64 {
-    let line = screen
-        .lines()
-        .find(|l| l.contains(key))
-        .unwrap_or_else(|| panic!("'{key}' on screen:\n{screen}"));
-    let rest = &line[line.find(key).unwrap() + key.len()..];
-    let n: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '.')
-        .collect();
-    n.parse()
-        .unwrap_or_else(|_| panic!("a number after '{key}': {line}"))
-}
 
 #[test]
 fn replay_timeline_keys_and_a_finding_explained() {
