@@ -95,6 +95,10 @@ KNOWN_MISSES = {
         "migrations with no kernel stack (bpf_get_stackid failed) classified from their "
         "context, which cannot tell the idle-load balancer's own domains from a periodic "
         "pass: 2 of 24 nohz pairs agreed in one 6.1 run; not explained",
+    ("2s-smt-numa", "active", "reason active_balance: "):
+        "the workload built little imbalance in one 6.1 run (kprobe leg, 2026-11-25: 36 "
+        "migrations against 259 in the fentry leg's boot; the kernel's own /proc/schedstat "
+        "agreed, NUMA idle lb_failed 29 against 404): lbscope saw every active balance there was",
     ("2s-smt-numa", "numa-spread", "findings it is built for not raised: uneven_spread"):
         "raised in about half the runs: the balancer often evens the threads out within "
         "uneven_spread's 100 ms hold",
@@ -217,7 +221,15 @@ def check_schedstat(a, out, snaps, counters):
             within = 0 <= kv - ov <= flight
             rows.append({"level": key[0], "idle": key[1], "counter": c, "lbscope": ov,
                          "kernel": kv, "in_flight": flight, "equal": kv == ov})
-            if not within:
+            if not within and (a.balancer_attach or "fentry") == "kprobe" and kv > ov:
+                # The kernel skips a kprobe program while another BPF program runs on that
+                # CPU (bpf_prog_active), and still counts the call: fewer calls recorded by
+                # kprobe is that, not a counting error. Printed, not failed.
+                print(f"lab: {a.kernel} {a.topology} {a.scenario}: schedstat {key[0]} "
+                      f"{key[1]} {c}: lbscope {ov}, kernel {kv} by kprobe (calls whose "
+                      "kprobe the kernel skipped while another BPF program ran)",
+                      file=sys.stderr)
+            elif not within:
                 fail(a, f"schedstat {key[0]} {key[1]} {c}: lbscope {ov}, kernel {kv} "
                         f"({flight} in flight during a read)")
                 ok = False
