@@ -800,20 +800,12 @@ static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
 	__u32 nr = RD(btf, rq, nr_running), cpu;
 	struct rq_state *st;
 
-	if (!fold) {
-		/* Held back for the switch or wakeup that follows on this CPU, which carries it
-		 * (saving a record); any other record of this CPU sends it apart first. */
-		struct cpu_ctx *c = this_ctx();
-
-		if (!c)
-			return emit_rq(btf, ts, rq, LBS_NR_RUNNING, nr, 0, 0);
-		flush_nr(c);
-		c->nr_ts = ts;
-		c->nr_rq_cpu = RD(btf, rq, cpu);
-		c->nr_value = nr;
-		c->nr_pending = 1;
-		return 0;
-	}
+	/* Streaming: every change at once, reserved under the rq lock that made it. Held back
+	 * for the switch or wakeup that follows (LBS_CARRIES_NR), a change can be overtaken:
+	 * newly idle balancing drops the rq lock between a dequeue and the switch, and another
+	 * CPU may enqueue on that rq in between. */
+	if (!fold)
+		return emit_rq(btf, ts, rq, LBS_NR_RUNNING, nr, 0, 0);
 	{
 		/* Exact at 0/1/2 crossings (what idle-while-others-wait needs); larger values
 		 * are sampled: sent at most every nr_sample_ns, a pending one at a later switch. */
