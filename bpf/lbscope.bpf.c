@@ -60,7 +60,6 @@ enum lbs_kind _lbs_kind = 0;
 enum lbs_migrate_flags _lbs_migrate_flags = 0;
 enum lbs_numa_op _lbs_numa_op = 0;
 enum lbs_balance_origin _lbs_balance_origin = 0;
-enum lbs_carry_flags _lbs_carry_flags = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -95,17 +94,13 @@ struct {
 	__type(value, struct known_task);
 } known SEC(".maps");
 
-/* Per-CPU context: inside SCHED_SOFTIRQ, the pid the last switch on this CPU left, the
- * records this CPU submitted (for submit()'s fill checks), and (streaming mode) the
- * nr_running change this CPU made last and has not sent yet (see h_nr_running). */
+/* Per-CPU context: inside SCHED_SOFTIRQ, the pid the last switch on this CPU left, and the
+ * records this CPU submitted (for submit()'s fill checks). */
 struct cpu_ctx {
 	__u32 in_sched_softirq;
 	__u32 last_prev_pid;
 	__u32 submits;
-	__u32 nr_pending;
-	__u64 nr_ts;
-	__u32 nr_rq_cpu;
-	__u32 nr_value;
+	__u32 pad;
 };
 
 struct {
@@ -219,7 +214,7 @@ static __always_inline void count_lost(void)
  * Handlers read the clock first thing (ts), so the interval between two events does not
  * depend on how much work each handler did before reserving its record.
  */
-static __always_inline void *reserve_raw(__u64 size, __u16 kind, __u64 ts)
+static __always_inline void *reserve(__u64 size, __u16 kind, __u64 ts)
 {
 	struct lbs_hdr *h = bpf_ringbuf_reserve(&events, size, 0);
 
@@ -232,59 +227,6 @@ static __always_inline void *reserve_raw(__u64 size, __u16 kind, __u64 ts)
 	h->flags = 0;
 	h->cpu = bpf_get_smp_processor_id();
 	return h;
-}
-
-static __always_inline void submit(void *rec);
-
-/*
- * Sends the nr_running change this CPU holds back, if any, as a record of its own with its
- * own time: before any other record of this CPU, so that user space sees this CPU's events
- * in the order they happened.
- */
-static __always_inline void flush_nr(struct cpu_ctx *c)
-{
-	struct lbs_rq *e;
-
-	if (!c || !c->nr_pending)
-		return;
-	c->nr_pending = 0;
-	e = reserve_raw(sizeof(*e), LBS_NR_RUNNING, c->nr_ts);
-	if (!e)
-		return;
-	e->rq_cpu = c->nr_rq_cpu;
-	e->v0 = c->nr_value;
-	e->v1 = 0;
-	e->v2 = 0;
-	submit(e);
-}
-
-static __always_inline struct cpu_ctx *this_ctx(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&cpuctx, &zero);
-}
-
-static __always_inline void *reserve(__u64 size, __u16 kind, __u64 ts)
-{
-	flush_nr(this_ctx());
-	return reserve_raw(size, kind, ts);
-}
-
-/*
- * Takes the held-back nr_running change for a record about to carry it: one of `rq_cpu`'s
- * (where the switch runs, or the woken task's CPU). Returns false, leaving it to reserve()
- * to send apart, for another rq's.
- */
-static __always_inline bool take_nr(struct cpu_ctx *c, __u32 rq_cpu, __u64 ts, __u32 *nr,
-				    __u32 *ago)
-{
-	if (!c || !c->nr_pending || c->nr_rq_cpu != rq_cpu)
-		return false;
-	c->nr_pending = 0;
-	*nr = c->nr_value;
-	*ago = ts > c->nr_ts ? (__u32)(ts - c->nr_ts) : 0;
-	return true;
 }
 
 /* Records a CPU submits between two looks at the buffer's fill level. */
@@ -650,10 +592,9 @@ static __always_inline bool fold_switch(const bool btf, __u64 ts, struct task_st
 static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct task_struct *prev = (void *)ctx[1], *next = (void *)ctx[2];
-	__u32 prev_pid, next_pid, zero = 0, nr = 0, ago = 0;
+	__u32 prev_pid, next_pid, zero = 0;
 	struct lbs_switch *e;
 	struct cpu_ctx *c;
-	bool carry;
 	long state;
 
 	/* runqlat's definition: prev stays queued iff its state is TASK_RUNNING now. */
@@ -668,18 +609,12 @@ static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 		c->last_prev_pid = prev_pid;
 	if (fold && !fold_switch(btf, ts, prev, next, prev_pid, next_pid, state))
 		return 0;
-	/* prev's dequeue, when it sleeps, changed this rq's nr_running just before. */
-	carry = take_nr(c, bpf_get_smp_processor_id(), ts, &nr, &ago);
 	e = reserve(sizeof(*e), LBS_SWITCH, ts);
 	if (!e)
 		return 0;
 	e->prev_pid = prev_pid;
 	e->next_pid = next_pid;
 	e->prev_state = (__u32)state;
-	e->h.flags = carry ? LBS_CARRIES_NR : 0;
-	e->nr_running = nr;
-	e->nr_ago_ns = ago;
-	e->pad = 0;
 	submit(e);
 	return 0;
 }
@@ -687,23 +622,13 @@ static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 static __always_inline int emit_wake(const bool btf, __u64 ts, struct task_struct *p, __u16 kind,
 				     __u32 a)
 {
-	__u32 nr = 0, ago = 0;
-	struct lbs_wake *e;
-	bool carry;
+	struct lbs_wake *e = reserve(sizeof(*e), kind, ts);
 
-	/* A wakeup's enqueue changed the target rq's nr_running just before (not a waking's,
-	 * which comes before the placement). */
-	carry = kind != LBS_WAKING && take_nr(this_ctx(), a, ts, &nr, &ago);
-	e = reserve(sizeof(*e), kind, ts);
 	if (!e)
 		return 0;
 	e->pid = RD(btf, p, pid);
 	e->tgid = RD(btf, p, tgid);
 	e->a = a;
-	e->h.flags = carry ? LBS_CARRIES_NR : 0;
-	e->nr_running = nr;
-	e->nr_ago_ns = ago;
-	e->pad = 0;
 	submit(e);
 	return 0;
 }
@@ -800,13 +725,7 @@ static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
 	__u32 nr = RD(btf, rq, nr_running), cpu;
 	struct rq_state *st;
 
-	/* Streaming: every change at once, reserved under the rq lock that made it. Held back
-	 * for the switch or wakeup that follows (LBS_CARRIES_NR), a change can be overtaken:
-	 * newly idle balancing drops the rq lock between a dequeue and the switch, and another
-	 * CPU may enqueue on that rq in between. */
-	if (!fold)
-		return emit_rq(btf, ts, rq, LBS_NR_RUNNING, nr, 0, 0);
-	{
+	if (fold) {
 		/* Exact at 0/1/2 crossings (what idle-while-others-wait needs); larger values
 		 * are sampled: sent at most every nr_sample_ns, a pending one at a later switch. */
 		cpu = RD(btf, rq, cpu);
@@ -820,6 +739,7 @@ static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
 		send_nr(ts, cpu, st, nr);
 		return 0;
 	}
+	return emit_rq(btf, ts, rq, LBS_NR_RUNNING, nr, 0, 0);
 }
 
 /* cfs_rq->avg.util_est before 6.9: a struct whose first member is `enqueued`. */
@@ -851,16 +771,10 @@ static __always_inline int h_pelt_cfs(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct cfs_rq *cfs = (void *)ctx[0];
 	struct rq *rq = RD(btf, cfs, rq);
-	struct cpu_ctx *c;
 	struct rq_state *st;
 	__u64 now, load, runnable;
 	__u32 cpu;
 
-	/* A held-back nr_running change goes out at the latest with this CPU's next PELT
-	 * update a period later (a CPU ticks), when no switch or wakeup carried it. */
-	c = this_ctx();
-	if (c && c->nr_pending && ts - c->nr_ts > pelt_interval_ns)
-		flush_nr(c);
 	/* Only the root cfs_rq of each CPU: &rq->cfs. */
 	if ((void *)cfs != (void *)rq + bpf_core_field_offset(struct rq, cfs))
 		return 0;

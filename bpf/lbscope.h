@@ -43,13 +43,6 @@ enum lbs_migrate_flags {
 	LBS_MF_NO_STACK = 64,	  /* no stack taken: LBS_MF_WAKING names the reason */
 };
 
-/* lbs_switch.h.flags, lbs_wake.h.flags */
-enum lbs_carry_flags {
-	/* The record carries the nr_running change that this CPU made just before it, on
-	 * this CPU's rq (switch) or on the woken task's rq (wakeup): nr_running, nr_ago_ns
-	 * before the record's ts. */
-	LBS_CARRIES_NR = 1,
-};
 
 /* lbs_numa.op */
 enum lbs_numa_op {
@@ -70,8 +63,6 @@ struct lbs_switch {
 	__u32 prev_pid;
 	__u32 next_pid;
 	__u32 prev_state;
-	__u32 nr_running; /* with LBS_CARRIES_NR */
-	__u32 nr_ago_ns;
 	__u32 pad;
 };
 
@@ -81,8 +72,6 @@ struct lbs_wake {
 	__u32 pid;
 	__u32 tgid;
 	__u32 a;
-	__u32 nr_running; /* with LBS_CARRIES_NR */
-	__u32 nr_ago_ns;
 	__u32 pad;
 };
 

@@ -68,13 +68,10 @@ impl Decoder {
         };
         let (ts_ns, cpu) = (h.ts, h.cpu);
         let kind = match t::lbs_kind(u32::from(h.kind)) {
-            t::lbs_kind::LBS_SWITCH => read::<t::lbs_switch>(data).map(|r| {
-                carried_nr(h, cpu, r.nr_running, r.nr_ago_ns, out);
-                EventKind::Switch {
-                    prev_pid: r.prev_pid,
-                    prev_state: r.prev_state,
-                    next_pid: r.next_pid,
-                }
+            t::lbs_kind::LBS_SWITCH => read::<t::lbs_switch>(data).map(|r| EventKind::Switch {
+                prev_pid: r.prev_pid,
+                prev_state: r.prev_state,
+                next_pid: r.next_pid,
             }),
             t::lbs_kind::LBS_WAKING => read::<t::lbs_wake>(data).map(|r| {
                 self.resolver.note_waking(cpu, r.pid);
@@ -83,21 +80,17 @@ impl Decoder {
                     prev_cpu: r.a,
                 }
             }),
-            t::lbs_kind::LBS_WAKEUP => read::<t::lbs_wake>(data).map(|r| {
-                carried_nr(h, r.a, r.nr_running, r.nr_ago_ns, out);
-                EventKind::Wakeup {
-                    pid: r.pid,
-                    target_cpu: r.a,
-                }
+            t::lbs_kind::LBS_WAKEUP => read::<t::lbs_wake>(data).map(|r| EventKind::Wakeup {
+                pid: r.pid,
+                target_cpu: r.a,
             }),
-            t::lbs_kind::LBS_WAKEUP_NEW => read::<t::lbs_wake>(data).map(|r| {
-                carried_nr(h, r.a, r.nr_running, r.nr_ago_ns, out);
-                EventKind::WakeupNew {
+            t::lbs_kind::LBS_WAKEUP_NEW => {
+                read::<t::lbs_wake>(data).map(|r| EventKind::WakeupNew {
                     pid: r.pid,
                     tgid: r.tgid,
                     target_cpu: r.a,
-                }
-            }),
+                })
+            }
             t::lbs_kind::LBS_MIGRATE => match read::<t::lbs_migrate>(data) {
                 Some(r) => {
                     self.migrate(ts_ns, cpu, &r, stack, out);
@@ -305,24 +298,6 @@ impl Decoder {
     }
 }
 
-/// The `NrRunning` a switch or wakeup record carries (`LBS_CARRIES_NR`): the change of
-/// `rq_cpu`'s count that the same CPU made `ago_ns` before the record, sent with it instead
-/// of in a record of its own. It comes out as the event it stands for, just before the
-/// carrier's.
-fn carried_nr(h: t::lbs_hdr, rq_cpu: u32, nr: u32, ago_ns: u32, out: &mut Vec<Event>) {
-    if h.flags & t::lbs_carry_flags::LBS_CARRIES_NR.0 as u16 == 0 {
-        return;
-    }
-    out.push(Event {
-        ts_ns: h.ts.saturating_sub(u64::from(ago_ns)),
-        cpu: h.cpu,
-        kind: EventKind::NrRunning {
-            rq_cpu,
-            nr_running: nr,
-        },
-    });
-}
-
 /// The origin bits of an `lbs_balance` header (bpf/lbscope.h `enum lbs_balance_origin`).
 fn balance_origin(flags: u16) -> Option<BalanceOrigin> {
     use t::lbs_balance_origin as O;
@@ -366,8 +341,6 @@ mod tests {
             prev_pid: 10,
             next_pid: 0,
             prev_state: 1,
-            nr_running: 0,
-            nr_ago_ns: 0,
             pad: 0,
         };
         let b = bytes(&rec);
@@ -447,61 +420,6 @@ mod tests {
                 ..
             }
         ));
-    }
-
-    #[test]
-    fn carried_nr_running_comes_out_first_at_its_own_time() {
-        let mut d = Decoder::new(Kallsyms::default());
-        let mut out = vec![];
-        let carry = t::lbs_carry_flags::LBS_CARRIES_NR.0 as u16;
-        let mut sw = t::lbs_switch {
-            h: hdr(t::lbs_kind::LBS_SWITCH, 1),
-            prev_pid: 10,
-            next_pid: 0,
-            prev_state: 1,
-            nr_running: 0,
-            nr_ago_ns: 250,
-            pad: 0,
-        };
-        sw.h.flags = carry;
-        // A wakeup run on CPU 1 that enqueued on CPU 0: the count is CPU 0's.
-        let mut wk = t::lbs_wake {
-            h: hdr(t::lbs_kind::LBS_WAKEUP, 1),
-            pid: 7,
-            tgid: 7,
-            a: 0,
-            nr_running: 3,
-            nr_ago_ns: 40,
-            pad: 0,
-        };
-        wk.h.flags = carry;
-        d.decode(&bytes(&sw), &|_| None, &mut out);
-        d.decode(&bytes(&wk), &|_| None, &mut out);
-        // Without the flag the fields mean nothing.
-        wk.h.flags = 0;
-        d.decode(&bytes(&wk), &|_| None, &mut out);
-        let got: Vec<(u64, u32, &EventKind)> =
-            out.iter().map(|e| (e.ts_ns, e.cpu, &e.kind)).collect();
-        let nr = |rq_cpu, nr_running| EventKind::NrRunning { rq_cpu, nr_running };
-        let wakeup = EventKind::Wakeup {
-            pid: 7,
-            target_cpu: 0,
-        };
-        let switch = EventKind::Switch {
-            prev_pid: 10,
-            prev_state: 1,
-            next_pid: 0,
-        };
-        assert_eq!(
-            got,
-            vec![
-                (750, 1, &nr(1, 0)),
-                (1000, 1, &switch),
-                (960, 1, &nr(0, 3)),
-                (1000, 1, &wakeup),
-                (1000, 1, &wakeup),
-            ]
-        );
     }
 
     #[test]
