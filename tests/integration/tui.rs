@@ -341,10 +341,10 @@ fn top_live_shows_every_view_and_quits_cleanly() {
     let _ = load.wait();
 }
 
-#[test]
-fn replay_walks_the_golden_recording() {
-    let golden = "tests/fixtures/recordings/golden-v1.lbs";
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(golden);
+/// The 1 s intervals of a recording of the repository (`rel` from its root), as `replay`
+/// analyses it without a filter.
+pub(crate) fn snapshots_of(rel: &str) -> Vec<lbscope::analyze::Snapshot> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
     let (_, snaps, _) = lbscope::cmd::diff::analyze_file(
         &path,
         1_000_000_000,
@@ -352,6 +352,13 @@ fn replay_walks_the_golden_recording() {
         &lbscope::cli::ModelArgs::default(),
     )
     .unwrap();
+    snaps
+}
+
+#[test]
+fn replay_walks_the_golden_recording() {
+    let golden = "tests/fixtures/recordings/golden-v1.lbs";
+    let snaps = snapshots_of(golden);
     let us = lbscope::tui::views::us;
     // Slow enough that the first interval stays on screen while it is checked.
     let t = Tmux::start(

@@ -2,21 +2,14 @@
 //! 4-node 6.1 kernel, balancer hooks on): every timeline key, Enter on a missed pull, the
 //! evidence pane's scroll, Esc, a resize to 80x24, and a clean exit.
 
-use super::tui::{bin, number_after as after, Tmux};
+use super::tui::{bin, number_after as after, snapshots_of, Tmux};
 use std::time::Duration;
 
 const LAB: &str = "tests/fixtures/lab/6.1-4node-group-imbalance.lbs";
 
 #[test]
 fn replay_timeline_keys_and_a_finding_explained() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(LAB);
-    let (_, snaps, _) = lbscope::cmd::diff::analyze_file(
-        &path,
-        1_000_000_000,
-        &lbscope::cli::FilterArgs::default(),
-        &lbscope::cli::ModelArgs::default(),
-    )
-    .unwrap();
+    let snaps = snapshots_of(LAB);
     // The first interval with a missed pull, and its row in the findings list.
     let (interval, row) = snaps
         .iter()
