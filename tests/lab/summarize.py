@@ -262,8 +262,13 @@ def between(text, name):
     return m.group(1) if m else None
 
 
+# This run's failures, kept in its JSON line ("failures") so the lab's last lines can name them.
+FAILURES = []
+
+
 def fail(a, msg):
     print(f"lab: {a.kernel} {a.topology} {a.scenario}: {msg}", file=sys.stderr)
+    FAILURES.append(msg)
 
 
 def summarize(a):
@@ -526,6 +531,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--table", nargs="+", metavar="JSON")
     p.add_argument("--compare", nargs="+", metavar="JSON")
+    p.add_argument("--failures", nargs="+", metavar="JSON")
     for a in ["kernel", "topology", "scenario", "console", "recording", "lbscope", "boot-s",
               "balancer-attach"]:
         p.add_argument("--" + a)
@@ -536,7 +542,16 @@ def main():
     if a.compare:
         compare(a.compare)
         return 0
+    if a.failures:
+        for path in a.failures:
+            d = json.load(open(path)) if os.path.exists(path) else {"failures": [
+                f"no summary ({path})"], "kernel": "?", "topology": "?", "scenario": "?"}
+            for msg in d.get("failures", []):
+                print(f"lab: FAILED {d['kernel']} {d['topology']} {d['scenario']} "
+                      f"({d.get('balancer_attach') or 'fentry'}): {msg}")
+        return 0
     out, ok = summarize(a)
+    out["failures"] = FAILURES
     line = json.dumps(out)
     with open(a.recording.rsplit(".", 1)[0] + ".json", "w") as f:
         f.write(line + "\n")
