@@ -3,6 +3,7 @@
 //! JSON or Markdown, or shown in the TUI (`--tui`).
 
 use super::{damage_outcome, settings, stop_on_signals, CmdError};
+use crate::analyze::timeline::WINDOW_NS;
 use crate::analyze::Snapshot;
 use crate::cli::{DiffArgs, DiffFormat, FilterArgs, ModelArgs};
 use crate::diff::{Diff, RunMeta, RunSummary};
@@ -10,6 +11,7 @@ use crate::pipeline::Source;
 use crate::record::{Damage, Header};
 use crate::topology::Topology;
 use crate::tui::app::App;
+use crate::tui::diff_timeline::{DiffSide, DiffTimelines};
 use std::path::{Path, PathBuf};
 
 /// Every interval of a recording, the final partial one included.
@@ -149,7 +151,18 @@ pub fn run(args: &DiffArgs) -> Result<(), CmdError> {
     };
     if args.tui {
         let topo = topo.ok_or_else(|| CmdError::Usage("the baseline side has no runs".into()))?;
-        show(d, topo, (a.first, b.first))?;
+        let timelines =
+            [("baseline", &pa[0], &a.first), ("new", &pb[0], &b.first)].map(|(name, p, snaps)| {
+                side_timeline(name, p, snaps, interval_ns, (&args.filter, &args.model))
+            });
+        let timelines = match timelines {
+            [Ok(x), Ok(y)] => Some(Box::new(DiffTimelines {
+                sides: [x, y],
+                offset_ns: None,
+            })),
+            _ => None,
+        };
+        show(d, topo, (a.first, b.first), timelines)?;
         return damaged();
     }
     let stdout = std::io::stdout();
@@ -171,11 +184,51 @@ pub fn run(args: &DiffArgs) -> Result<(), CmdError> {
     damaged()
 }
 
+/// The timeline of a side's first run over its first [`WINDOW_NS`] (a second pass over the
+/// recording, for `--tui` only).
+pub fn side_timeline(
+    name: &str,
+    path: &Path,
+    snaps: &[Snapshot],
+    interval_ns: u64,
+    (filter, model): (&FilterArgs, &ModelArgs),
+) -> Result<DiffSide, CmdError> {
+    let src = Source::file(path)?;
+    let topo = src.topology().clone();
+    let start_ns = snaps.first().map_or(0, |s| s.t_start_ns);
+    let last = snaps.last().map_or(start_ns, |s| s.t_end_ns);
+    let end_ns = last.min(start_ns + WINDOW_NS);
+    let timeline =
+        super::replay::timeline_of(src, interval_ns, (filter, model), (start_ns, end_ns))?;
+    let file = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let clipped = if last > end_ns {
+        format!(" (its first {} s)", WINDOW_NS / 1_000_000_000)
+    } else {
+        String::new()
+    };
+    Ok(DiffSide {
+        label: format!("{name}: {file}{clipped}"),
+        timeline,
+        topo,
+        start_ns,
+        end_ns,
+    })
+}
+
 /// Shows a comparison in the TUI until `q`: computed before the screen opens, so the
 /// screen's loop has nothing to feed.
-fn show(d: Diff, topo: Topology, runs: (Vec<Snapshot>, Vec<Snapshot>)) -> Result<(), CmdError> {
+fn show(
+    d: Diff,
+    topo: Topology,
+    runs: (Vec<Snapshot>, Vec<Snapshot>),
+    timelines: Option<Box<DiffTimelines>>,
+) -> Result<(), CmdError> {
     let mut app = App::for_diff(d, topo);
     app.diff_runs = Some(Box::new(runs));
+    app.diff_timelines = timelines;
     let stop = stop_on_signals()?;
     let mut guard = crate::tui::term::enter().map_err(|e| CmdError::Failed(e.to_string()))?;
     let r = crate::tui::run::run(&mut guard, &mut app, &mut crate::tui::run::NoFeed, &stop);

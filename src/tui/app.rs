@@ -8,6 +8,7 @@
 //! charts draw the last `window` snapshots up to the one shown; a live change of interval or
 //! filter keeps the snapshots and adds a [`Mark`] (only marks within the history are kept).
 
+use super::diff_timeline::{self, DiffTimelines};
 use super::history::{self, Mark, Series};
 use super::keymap::Action;
 use super::timeline::{self, TimelineUi};
@@ -183,6 +184,8 @@ pub struct App {
     pub marks: Vec<Mark>,
     /// `diff --tui`: both runs' snapshots (baseline, new), for their history charts.
     pub diff_runs: Option<Box<(Vec<Snapshot>, Vec<Snapshot>)>>,
+    /// `diff --tui`: both runs on their CPU timelines (tab switches to them).
+    pub diff_timelines: Option<Box<DiffTimelines>>,
 }
 
 impl App {
@@ -215,6 +218,7 @@ impl App {
             window: history::DEFAULT_WINDOW,
             marks: Vec::new(),
             diff_runs: None,
+            diff_timelines: None,
         }
     }
 
@@ -410,11 +414,22 @@ impl App {
         if self.view == View::Explain && timeline::handle_explain(self, a) {
             return Effect::None;
         }
-        if self.view == View::Timeline && timeline::handle(self, a) {
+        if self.view == View::Timeline && diff && diff_timeline::handle(self, a) {
+            return Effect::None;
+        }
+        if self.view == View::Timeline && !diff && timeline::handle(self, a) {
             return Effect::None;
         }
         match a {
             Action::Quit => return Effect::Quit,
+            // diff --tui: the table and the timeline, where the runs could be read again.
+            Action::NextView | Action::PrevView if diff && self.diff_timelines.is_some() => {
+                self.view = if self.view == View::Diff {
+                    View::Timeline
+                } else {
+                    View::Diff
+                };
+            }
             Action::NextView | Action::PrevView if !diff => {
                 let i = View::TABS.iter().position(|v| *v == self.view).unwrap_or(0);
                 let n = View::TABS.len();

@@ -74,7 +74,10 @@ pub enum Action {
 
 /// Every key, as the help view shows it: (keys, what they do).
 pub const KEYS: &[(&str, &str)] = &[
-    ("tab / shift-tab", "next / previous view"),
+    (
+        "tab / shift-tab",
+        "next / previous view (diff --tui: the table / both runs on the timeline)",
+    ),
     (
         "1 2 3 4 5 6 7",
         "overview, domains, latency, migrations, findings, help, timeline",

@@ -8,9 +8,13 @@
 //! - `views`: one file per view, reading state only;
 //! - `run`: the event loop and its feeds (live analyzer, replay cursor);
 //! - `timeline`: the timeline view's state and keys, and the finding explained;
+//! - `diff_timeline`: `diff --tui`'s two runs on their timelines, and that view's keys;
 //! - `term`: raw mode, the alternate screen, restoring them on every exit, `NO_COLOR`.
 
 pub mod app;
+pub mod diff_timeline;
+#[cfg(test)]
+mod diff_timeline_tests;
 pub mod history;
 #[cfg(test)]
 mod history_tests;

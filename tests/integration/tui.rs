@@ -540,6 +540,21 @@ fn demo_and_diff_tui() {
     );
     assert!(s.contains("golden-v1.lbs"), "{s}");
     t.keys("j");
+    // Tab: both runs on their CPU timelines, one above the other; the cursor moves both.
+    t.keys("Tab");
+    let s = t.wait_for(
+        &[
+            "baseline: golden-v1.lbs",
+            "new: golden-v1.lbs",
+            "cursor 0.800 s",
+        ],
+        Duration::from_secs(5),
+    );
+    assert!(s.contains("tab table"), "{s}");
+    t.keys("L");
+    t.wait_for(&["cursor 1.600 s"], Duration::from_secs(3));
+    t.keys("Tab");
+    t.wait_for(&["runqlat_us p50"], Duration::from_secs(3));
     // SIGTERM (a service manager, `kill`): the terminal is restored all the same.
     let pid = t.child_pid();
     let ok = Command::new("kill")

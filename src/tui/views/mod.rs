@@ -2,6 +2,7 @@
 //! here reads the [`App`] and the snapshot it points at; none changes state.
 
 mod diff;
+mod diff_timeline;
 mod domains;
 mod explain;
 mod findings;
@@ -41,6 +42,7 @@ pub fn draw(f: &mut Frame, app: &App, pal: Palette) {
         View::Findings => findings::draw(f, body, app, pal),
         View::Help => help::draw(f, body, app, pal),
         View::Diff => diff::draw(f, body, app, pal),
+        View::Timeline if app.diff.is_some() => diff_timeline::draw(f, body, app, pal),
         View::Timeline => timeline::draw(f, body, app, pal),
         View::Explain => explain::draw(f, body, app, pal),
     }
@@ -99,10 +101,23 @@ fn title_line(app: &App, pal: Palette) -> Line<'static> {
 
 fn tab_line(app: &App, pal: Palette) -> Line<'static> {
     if app.diff.is_some() {
-        return Line::from(vec![
-            Span::styled("Diff", pal.selected()),
-            Span::raw("  (? help)"),
-        ]);
+        let tab = |v: View, name: &'static str| {
+            if app.view == v {
+                Span::styled(name, pal.selected())
+            } else {
+                Span::raw(name)
+            }
+        };
+        let mut s = vec![tab(View::Diff, "Diff")];
+        if app.diff_timelines.is_some() {
+            s.extend([
+                Span::raw(" "),
+                tab(View::Timeline, "Timeline"),
+                Span::raw("  (tab)"),
+            ]);
+        }
+        s.push(Span::raw("  (? help)"));
+        return Line::from(s);
     }
     let mut s = Vec::new();
     for (i, v) in View::TABS.iter().enumerate() {
@@ -127,8 +142,12 @@ fn footer_line(app: &App, pal: Palette) -> Line<'static> {
     }
     let keys = if app.view == View::Explain {
         "esc back  j/k scroll  h/l move  i/o zoom  ? help  q quit"
+    } else if app.view == View::Timeline && app.diff.is_some() {
+        "q quit  ? help  tab table  h/l cursor  H/L page  i/o zoom  f fold  enter expand  g/G ends"
     } else if app.view == View::Timeline {
         "q quit  ? help  h/l cursor  H/L page  i/o zoom  f fold  enter expand  G newest  p pause"
+    } else if app.diff.is_some() && app.diff_timelines.is_some() {
+        "q quit  j/k scroll  tab timeline  ? help"
     } else if app.diff.is_some() {
         "q quit  j/k scroll  ? help"
     } else if matches!(app.source, SourceInfo::Replay(_)) {
