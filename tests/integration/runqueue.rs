@@ -1,7 +1,6 @@
-//! Run-queue lengths on the live kernel: the `nr_running` the BPF side sends (most of them
-//! carried by the switch or wakeup record that follows the change) must say what every
-//! switch says: a CPU that switches to its idle task has an empty run queue, one that
-//! switches to a task has a task queued.
+//! Run-queue lengths on the live kernel: the `nr_running` the BPF side sends at every change
+//! must say what every switch says: a CPU that switches to its idle task has an empty run
+//! queue, one that switches to a task has a task queued.
 
 use crate::common::{lbscope, live_guard, require_tool, Tracer};
 use serde_json::Value;

@@ -55,7 +55,6 @@ fn cursor_text(side: &DiffSide, row: &Row, a: u64, b: u64) -> String {
 }
 
 /// One side's lines in `height` text lines: a title, the grid and the cursor line.
-#[allow(clippy::too_many_arguments)]
 fn side_lines(
     side: &DiffSide,
     app: &App,
