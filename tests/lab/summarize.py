@@ -430,7 +430,11 @@ def check_fold(a, text, out):
     """The folded report against the streaming one over the same load (see the docstring)."""
     lines = [l for l in (between(text, "FOLD") or "").splitlines() if l.startswith("{")]
     if len(lines) != 2:
-        fail(a, f"the folded and streaming reports gave {len(lines)} of 2 snapshots")
+        why = ""
+        if re.search(r"terminating on signal 15 .*timeout", text):
+            why = (f" (the guest was stopped by the lab's boot timeout after {a.boot_s} s: "
+                   "a slow host; LAB_BOOT_TIMEOUT raises it)")
+        fail(a, f"the folded and streaming reports gave {len(lines)} of 2 snapshots{why}")
         return False
     fold, full = (json.loads(l) for l in lines)
     # The two start a moment apart (under TCG, loading takes seconds), so the kernel's own
