@@ -169,10 +169,24 @@ def cpulist(s):
     return frozenset(cpus)
 
 
-def check_schedstat(a, out, snaps, counters):
+def skipped_runs(reclog):
+    """Runs of lbscope's programs the kernel says it skipped (recursion_misses), from the
+    recorder's closing warning: {program: count}."""
+    m = re.search(r"the kernel skipped \d+ runs of lbscope's programs [^:]*: (.*)", reclog)
+    if not m:
+        return {}
+    return {name: int(n) for name, n in
+            (part.rsplit(" ", 1) for part in m.group(1).strip().split(", "))}
+
+
+def check_schedstat(a, out, snaps, counters, reclog=""):
     """lbscope's counts against the kernel's schedstat difference, per level and idle type:
-    equal, or short by no more than the counts lbscope left out as in flight during a read."""
+    equal, or short by no more than the counts lbscope left out as in flight during a read
+    and the runs of its programs the kernel itself says it skipped."""
     out["schedstat"] = None
+    skipped = skipped_runs(reclog)
+    out["skipped_runs"] = skipped
+    skipped_total = sum(skipped.values())
     if not counters or not counters[-1]["calls_recorded"]:
         fail(a, "the recording holds no balancer calls (fentry/fexit on the balancer proper)")
         return False
@@ -218,9 +232,10 @@ def check_schedstat(a, out, snaps, counters):
             flight = (o or {}).get("in_flight", {}).get(c, 0)
             if kv == ov == 0:
                 continue
-            within = 0 <= kv - ov <= flight
+            within = 0 <= kv - ov <= flight + skipped_total
             rows.append({"level": key[0], "idle": key[1], "counter": c, "lbscope": ov,
-                         "kernel": kv, "in_flight": flight, "equal": kv == ov})
+                         "kernel": kv, "in_flight": flight, "skipped_runs": skipped_total,
+                         "equal": kv == ov})
             if not within and (a.balancer_attach or "fentry") == "kprobe" and kv > ov:
                 # The kernel skips a kprobe program while another BPF program runs on that
                 # CPU (bpf_prog_active), and still counts the call: fewer calls recorded by
@@ -231,7 +246,8 @@ def check_schedstat(a, out, snaps, counters):
                       file=sys.stderr)
             elif not within:
                 fail(a, f"schedstat {key[0]} {key[1]} {c}: lbscope {ov}, kernel {kv} "
-                        f"({flight} in flight during a read)")
+                        f"({flight} in flight during a read, {skipped_total} runs the kernel "
+                        "skipped)")
                 ok = False
     # The imbalance: lbscope counts what it can tell the kernel added, and apart what the
     # kernel added or not (calls with no busiest queue or only pinned tasks): the kernel's
@@ -322,7 +338,7 @@ def summarize(a):
     if not snaps:
         fail(a, f"no readable recording ({rep.stderr.strip()[:200]}); console in {a.console}")
         return out, False
-    ok = check_schedstat(a, out, snaps, counters) and ok
+    ok = check_schedstat(a, out, snaps, counters, reclog) and ok
     by_reason = {}
     for s in snaps:
         for r, n in s["migrations"]["by_reason"].items():

@@ -9,6 +9,7 @@ pub mod hooks;
 pub mod kallsyms;
 mod schedstat;
 mod skel;
+mod skipped;
 
 use crate::event::{Event, EventKind};
 use crate::source::attach::{self, HookKind};
@@ -504,6 +505,9 @@ fn drain(
         }
     };
     let _ = ready.send(Ok(report));
+    let mut objects = vec![skel.object()];
+    objects.extend(bskel.map(|b| b.object()));
+    let programs = skipped::loaded(&objects);
     let mut lost_seen: Vec<u64> = Vec::new();
     let mut balancer_lost = 0u64;
     let mut folder = cfg
@@ -573,6 +577,9 @@ fn drain(
         }
     }
     if let Some(w) = bskel.and_then(|b| balancer_losses(b)) {
+        send(tx, SourceMsg::Warning(w), stop);
+    }
+    if let Some(w) = skipped::warning(&skipped::counts(&programs)) {
         send(tx, SourceMsg::Warning(w), stop);
     }
     if let Some(m) = switch.and_then(schedstat::Switch::restore) {
