@@ -3,13 +3,14 @@
 //! channel. Also reports what the kernel allowed ([`ProbeReport`]) for `doctor` and headers.
 
 pub mod cgroups;
+pub mod clock;
 mod decode;
 mod fold;
 pub mod hooks;
 pub mod kallsyms;
+mod losses;
 mod schedstat;
 mod skel;
-mod skipped;
 
 use crate::event::{Event, EventKind};
 use crate::source::attach::{self, HookKind};
@@ -507,7 +508,7 @@ fn drain(
     let _ = ready.send(Ok(report));
     let mut objects = vec![skel.object()];
     objects.extend(bskel.map(|b| b.object()));
-    let programs = skipped::loaded(&objects);
+    let programs = losses::loaded(&objects);
     let mut lost_seen: Vec<u64> = Vec::new();
     let mut balancer_lost = 0u64;
     let mut folder = cfg
@@ -544,7 +545,7 @@ fn drain(
             let cap = b.len().max(1024);
             std::mem::replace(&mut *b, pool.take(cap))
         };
-        lost_events(&skel.maps.lost, &mut lost_seen, now, &mut out);
+        losses::lost_events(&skel.maps.lost, &mut lost_seen, now, &mut out);
         if let Some(n) = bskel
             .and_then(|b| b.maps.bss_data.as_deref())
             .map(|b| b.lost)
@@ -576,10 +577,10 @@ fn drain(
             break;
         }
     }
-    if let Some(w) = bskel.and_then(|b| balancer_losses(b)) {
+    if let Some(w) = bskel.and_then(|b| losses::balancer_losses(b)) {
         send(tx, SourceMsg::Warning(w), stop);
     }
-    if let Some(w) = skipped::warning(&skipped::counts(&programs)) {
+    if let Some(w) = losses::warning(&losses::counts(&programs)) {
         send(tx, SourceMsg::Warning(w), stop);
     }
     if let Some(m) = switch.and_then(schedstat::Switch::restore) {
@@ -596,20 +597,6 @@ fn drain(
         );
     }
     send(tx, SourceMsg::End, stop);
-}
-
-/// What the balancer hooks could not send: records the full ring buffer refused, and (kprobe
-/// mode) search exits without their entry's frame (a kprobe program skipped while another
-/// BPF program ran on the CPU). `None` when nothing was lost.
-fn balancer_losses(b: &hooks::BalancerSkelRef<'_>) -> Option<String> {
-    let bss = b.maps.bss_data.as_deref()?;
-    let (lost, unpaired) = (bss.lost, bss.unpaired);
-    (lost > 0 || unpaired > 0).then(|| {
-        format!(
-            "balancer hooks: {lost} records lost (ring buffer full), {unpaired} kprobe search \
-             exits or entries without their pair (not sent): --validate judges the rest"
-        )
-    })
 }
 
 /// Collector states: running; stopping with everything delivered; stopping now.
@@ -632,58 +619,5 @@ fn send(tx: &SyncSender<SourceMsg>, mut msg: SourceMsg, stop: &AtomicU8) -> bool
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
-    }
-}
-
-/// Appends a `Lost` event for every CPU whose drop counter grew since the last call.
-fn lost_events(map: &libbpf_rs::Map<'_>, seen: &mut Vec<u64>, now: u64, out: &mut Vec<Event>) {
-    let Ok(Some(per_cpu)) = map.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) else {
-        return;
-    };
-    if seen.len() < per_cpu.len() {
-        seen.resize(per_cpu.len(), 0);
-    }
-    for (cpu, v) in per_cpu.iter().enumerate() {
-        let n = v
-            .get(..8)
-            .and_then(|b| b.try_into().ok())
-            .map(u64::from_ne_bytes)
-            .unwrap_or(0);
-        if n > seen[cpu] {
-            out.push(Event {
-                ts_ns: now,
-                cpu: cpu as u32,
-                kind: EventKind::Lost {
-                    count: n - seen[cpu],
-                },
-            });
-            seen[cpu] = n;
-        }
-    }
-}
-
-/// The kernel clocks the BPF timestamps are taken on.
-pub mod clock {
-    fn read(id: libc::clockid_t) -> u64 {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes one timespec into the valid, exclusively borrowed `ts`.
-        unsafe { libc::clock_gettime(id, &mut ts) };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-    }
-
-    /// CLOCK_MONOTONIC in ns: the clock of `bpf_ktime_get_ns`.
-    pub fn monotonic_ns() -> u64 {
-        read(libc::CLOCK_MONOTONIC)
-    }
-
-    /// Unix-epoch ns minus monotonic ns: add it to an event timestamp for wall time.
-    pub fn realtime_offset_ns() -> i64 {
-        let a = monotonic_ns();
-        let r = read(libc::CLOCK_REALTIME);
-        let b = monotonic_ns();
-        r as i64 - (a / 2 + b / 2) as i64
     }
 }
