@@ -5,27 +5,21 @@
 use super::app::{App, View};
 use super::diff_timeline::DiffTimelines;
 use super::keymap::Action;
-use super::term::Palette;
 use super::timeline::ZOOMS_NS;
-use super::views;
 use crate::analyze::Snapshot;
 use crate::cli::{FilterArgs, ModelArgs};
 use crate::diff::{RunMeta, RunSummary};
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
 use std::path::PathBuf;
 
 const SIZES: [(u16, u16); 2] = [(80, 24), (132, 40)];
 const A: &str = "tests/fixtures/lab/6.1-4node-group-imbalance.lbs";
 const B: &str = "tests/fixtures/lab/6.1-4node-overload.lbs";
 
+/// The screen's lines (the TUI tests' renderer, without colours).
 fn render(app: &App, w: u16, h: u16) -> Vec<String> {
-    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| views::draw(f, app, Palette { color: false }))
-        .unwrap();
-    let buf = t.backend().buffer().clone();
-    (0..h)
-        .map(|y| (0..w).map(|x| buf[(x, y)].symbol()).collect::<String>())
+    super::tests::render(app, w, h)
+        .lines()
+        .map(String::from)
         .collect()
 }
 
