@@ -4,6 +4,7 @@
 //! Invariant: one [`IntervalFigures`] per snapshot, in snapshot order, the final partial one
 //! included; nothing is computed here that depends on the other run.
 
+use crate::analyze::counters::BalancerCounters;
 use crate::analyze::Snapshot;
 use crate::cpuset::CpuSet;
 use serde::{Deserialize, Serialize};
@@ -62,6 +63,10 @@ pub struct IntervalFigures {
     /// Findings by kind name (non-zero only).
     #[serde(default)]
     pub findings_by_kind: BTreeMap<String, u64>,
+    /// The balancer's own counters over the interval (schedstat's vocabulary, per level and
+    /// idle type; additive counts), as `report` gives them per interval.
+    #[serde(default)]
+    pub balancer: BalancerCounters,
 }
 
 impl IntervalFigures {
@@ -94,6 +99,7 @@ impl IntervalFigures {
                 .collect(),
             lost_events: s.lost_events,
             findings_by_kind: nonzero(&s.findings_by_kind),
+            balancer: s.balancer_counters.clone(),
         }
     }
 }
@@ -138,6 +144,13 @@ impl RunSummary {
     /// Total length of the run (sum of interval lengths).
     pub fn duration_ns(&self) -> u64 {
         self.intervals.iter().map(|i| i.len_ns).sum()
+    }
+
+    /// Whether the balancer's calls were recorded in this run (fentry/fexit on
+    /// `sched_balance_rq`): its call counters (lb_count, lb_balanced, lb_failed, the
+    /// imbalance) are known only then.
+    pub fn calls_recorded(&self) -> bool {
+        self.intervals.iter().any(|i| i.balancer.calls_recorded)
     }
 
     /// Events lost over the whole run.

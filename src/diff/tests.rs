@@ -26,6 +26,8 @@ pub(super) struct Iv {
     pub(super) lost: u64,
     /// (finding kind, count)
     pub(super) findings: Vec<(&'static str, u64)>,
+    /// The balancer's counters of the interval.
+    pub(super) balancer: crate::analyze::counters::BalancerCounters,
 }
 
 impl Default for Iv {
@@ -44,6 +46,7 @@ impl Default for Iv {
             ],
             lost: 0,
             findings: vec![],
+            balancer: Default::default(),
         }
     }
 }
@@ -87,7 +90,7 @@ fn snaps(ivs: &[Iv]) -> Vec<Snapshot> {
                 runqlat_by_process: vec![],
                 runqlat_by_cgroup: vec![],
                 migrations_by_cgroup: vec![],
-                balancer_counters: Default::default(),
+                balancer_counters: iv.balancer.clone(),
                 balancer_counters_run: None,
                 idle_while_waiting: iv
                     .idle
