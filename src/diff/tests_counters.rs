@@ -52,6 +52,11 @@ fn counters(calls: bool, scale: u64, rng: &mut SplitMix64) -> BalancerCounters {
             "periodic_balance".to_string(),
             BTreeMap::from([("llc".to_string(), r(4, 3))]),
         ),
+        // Not the balancer's: no row.
+        (
+            "wakeup".to_string(),
+            BTreeMap::from([("llc".to_string(), r(50, 3))]),
+        ),
     ]);
     BalancerCounters {
         calls_recorded: calls,
@@ -77,7 +82,8 @@ fn ivs(n: usize, calls: bool, scale: u64, seed: u64) -> Vec<Iv> {
         .collect()
 }
 
-/// Every count of a run summed by (section, metric), from the intervals' counters directly.
+/// Every count of a run summed by (section, metric), from the intervals' counters directly
+/// (the balancer's reasons only among the migrations).
 fn totals(ivs: &[Iv]) -> BTreeMap<(String, String), u64> {
     let mut t: BTreeMap<(String, String), u64> = BTreeMap::new();
     let mut add = |s: &str, m: String, v: u64| *t.entry((s.to_string(), m)).or_default() += v;
@@ -114,6 +120,9 @@ fn totals(ivs: &[Iv]) -> BTreeMap<(String, String), u64> {
             b.stopper_runs,
         );
         for (reason, by_level) in &b.gained_by_migrations {
+            if reason == "wakeup" {
+                continue;
+            }
             for (l, n) in by_level {
                 add(section::BALANCER_GAINED, format!("{reason} {l}"), *n);
             }
@@ -229,6 +238,7 @@ fn without_calls_only_migration_rows_and_no_warning() {
     let r = row(&d, section::BALANCER_GAINED, "newidle_balance smt");
     let k = (section::BALANCER_GAINED.to_string(), r.metric.clone());
     assert!(close(r.baseline, ta[&k] as f64 / secs(&ia)));
+    assert!(!rows.iter().any(|r| r.metric.starts_with("wakeup")));
     assert!(d.warnings.is_empty(), "{:?}", d.warnings);
 }
 

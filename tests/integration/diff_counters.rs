@@ -10,6 +10,14 @@ use std::path::{Path, PathBuf};
 
 type Totals = BTreeMap<(String, String), u64>;
 
+/// The reasons that are the balancer's (`report`'s `balancer_counters_run` counts these).
+const BALANCER_REASONS: [&str; 4] = [
+    "periodic_balance",
+    "nohz_idle_balance",
+    "newidle_balance",
+    "active_balance",
+];
+
 fn file(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
@@ -28,14 +36,29 @@ fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or(0)
 }
 
-/// The per-interval `balancer_counters` of `report --json`, summed under the diff's
-/// (section, metric) names; and whether the balancer's calls were recorded.
+/// The per-interval `balancer_counters` of `report --json` and the balancer's reasons of
+/// its `migrations.matrix`, summed under the diff's (section, metric) names; and whether the
+/// balancer's calls were recorded.
 fn report_totals(path: &str) -> (Totals, bool) {
     let mut t = Totals::new();
     let mut calls = false;
     let mut add = |s: &str, m: String, v: u64| *t.entry((s.to_string(), m)).or_default() += v;
     for line in stdout(&["report", path, "--json"]).lines() {
         let snap: Value = serde_json::from_str(line).expect("a JSON line");
+        // The balancer's migrations by reason and level crossed: the interval's matrix.
+        let matrix = snap["migrations"]["matrix"].as_object();
+        for (reason, levels) in matrix.into_iter().flatten() {
+            if !BALANCER_REASONS.contains(&reason.as_str()) {
+                continue;
+            }
+            for (l, n) in levels.as_object().into_iter().flatten() {
+                add(
+                    "balancer_per_s.gained_by_migrations",
+                    format!("{reason} {l}"),
+                    u(n),
+                );
+            }
+        }
         let Some(b) = snap.get("balancer_counters") else {
             continue;
         };
@@ -71,15 +94,6 @@ fn report_totals(path: &str) -> (Totals, bool) {
             "stopper_runs".into(),
             u(&b["stopper_runs"]),
         );
-        for (reason, levels) in b["gained_by_migrations"].as_object().into_iter().flatten() {
-            for (l, n) in levels.as_object().into_iter().flatten() {
-                add(
-                    "balancer_per_s.gained_by_migrations",
-                    format!("{reason} {l}"),
-                    u(n),
-                );
-            }
-        }
     }
     t.retain(|_, v| *v != 0);
     (t, calls)
@@ -148,10 +162,48 @@ fn diff_counter_rows_sum_to_the_reports_counters() {
         (lab("6.1-2s-smt-numa-active"), lab("6.12-4node-active")),
         (lab("6.1-4node-overload"), lab("6.12-2s-smt-numa-overload")),
         (file("examples/demo.lbs"), lab("6.12-2s-smt-numa-mixed")),
+        // Both with the balancer's calls: every counter is a row.
+        (lab("6.1-2s-smt-numa-active"), lab("6.12-2s-smt-numa-mixed")),
     ];
     let mut checked = 0;
     for (a, b) in &pairs {
         checked += check(a.to_str().unwrap(), b.to_str().unwrap());
     }
     assert!(checked > 0, "no balancer row in any diff");
+}
+
+#[test]
+fn several_runs_a_side_give_each_runs_counters() {
+    let lab = |n: &str| file(&format!("tests/fixtures/lab/{n}.lbs"));
+    let (x, y) = (lab("6.1-2s-smt-numa-active"), lab("6.12-2s-smt-numa-mixed"));
+    let (x, y) = (x.to_str().unwrap(), y.to_str().unwrap());
+    let d: Value = serde_json::from_str(&stdout(&["diff", x, y, "--json", "--", y, x])).unwrap();
+    let totals = [report_totals(x), report_totals(y)];
+    assert!(
+        totals[0].1 && totals[1].1,
+        "both recorded the balancer's calls"
+    );
+    let len = |side: &str, i: usize| d["sides"][side][i]["duration_s"].as_f64().unwrap();
+    let mut calls_rows = 0;
+    for r in d["rows"].as_array().unwrap() {
+        let section = r["section"].as_str().unwrap();
+        if !section.starts_with("balancer_per_s.") {
+            continue;
+        }
+        calls_rows += usize::from(section == "balancer_per_s.calls");
+        let key = (
+            section.to_string(),
+            r["metric"].as_str().unwrap().to_string(),
+        );
+        // Baseline runs: x then y; new runs: y then x.
+        for (side, order) in [("baseline", [0, 1]), ("new", [1, 0])] {
+            let values = r["runs"][side].as_array().unwrap();
+            for (i, t) in order.iter().enumerate() {
+                let total = (values[i].as_f64().unwrap() * len(side, i)).round() as u64;
+                let want = totals[*t].0.get(&key).copied().unwrap_or(0);
+                assert_eq!(total, want, "{key:?} {side} run {i}");
+            }
+        }
+    }
+    assert!(calls_rows > 0, "the call counters are rows");
 }
