@@ -72,7 +72,7 @@ pub mod section {
     pub const IDLE_PINNED: &str = "idle_while_waiting.pinned_pct";
     /// The balancer's calls per second by level, idle type and schedstat counter
     /// ("llc idle lb_count"; lb_balanced, lb_failed, lb_gained, searches), from its
-    /// recorded calls (fentry): only when every run compared recorded them.
+    /// recorded calls (balancer hooks): only when every run compared recorded them.
     pub const BALANCER_CALLS: &str = "balancer_per_s.calls";
     /// The imbalance the balancer found per second by level, idle type and migration type
     /// ("llc idle load"; util, task, misfit), from its recorded calls.

@@ -5,7 +5,7 @@
 //!
 //! Which counts a comparison may use: those of the balancer's calls (lb_count, lb_balanced,
 //! lb_failed, lb_gained, the searches, the imbalance by migration type, the active
-//! balances) only when every run compared recorded the calls (fentry/fexit); tasks gained by
+//! balances) only when every run compared recorded the calls (balancer hooks); tasks gained by
 //! reason and level, counted from the migration tracepoint, always.
 
 use super::section;
@@ -60,8 +60,8 @@ fn idle_rank(idle: &str) -> usize {
 }
 
 impl BalKey {
-    /// Whether the count comes from the balancer's calls (fentry) rather than migrations.
-    pub fn from_calls(&self) -> bool {
+    /// Whether the count comes from the balancer's recorded calls rather than migrations.
+    pub fn needs_calls(&self) -> bool {
         !matches!(self, BalKey::Gained { .. })
     }
 

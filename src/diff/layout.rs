@@ -147,7 +147,7 @@ fn balancer_keys(runs: &[&RunSummary], with_calls: bool, levels: &[String]) -> V
     for r in runs {
         for iv in &r.intervals {
             for (k, v) in entries(&iv.balancer) {
-                if v != 0 && (with_calls || !k.from_calls()) && !index.contains(&k) {
+                if v != 0 && (with_calls || !k.needs_calls()) && !index.contains(&k) {
                     index.insert(k.clone());
                     seen.push(k);
                 }

@@ -172,7 +172,7 @@ impl RunSummary {
         self.intervals.iter().map(|i| i.len_ns).sum()
     }
 
-    /// Whether the balancer's calls were recorded in this run (fentry/fexit on
+    /// Whether the balancer's calls were recorded in this run (its hooks on
     /// `sched_balance_rq`): its call counters (lb_count, lb_balanced, lb_failed, the
     /// imbalance) are known only then.
     pub fn calls_recorded(&self) -> bool {

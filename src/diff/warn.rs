@@ -90,8 +90,8 @@ fn calls_warning(calls: [Calls; 2], multi: bool) -> String {
     format!(
         "balancer call counters left out (lb_count, lb_balanced, lb_failed, lb_gained, \
          searches, imbalance, active balances): they need the balancer's calls recorded \
-         (fentry) in every run, and {}, {}; only balancer migrations by reason and level \
-         (from migrations) are compared",
+         (balancer hooks, fentry or kprobe) in every run, and {}, {}; only balancer \
+         migrations by reason and level (from migrations) are compared",
         says("baseline", calls[0]),
         says("new", calls[1])
     )

@@ -123,9 +123,9 @@ pub fn title(section: &str) -> String {
         section::BY_LEVEL => "migrations/s by level crossed".into(),
         section::IDLE_MOVABLE => "idle while others wait, movable (% of time)".into(),
         section::IDLE_PINNED => "idle while others wait, pinned (% of time)".into(),
-        section::BALANCER_CALLS => "balancer counters/s by level and idle type (fentry)".into(),
-        section::BALANCER_IMBALANCE => "balancer imbalance/s by migration type (fentry)".into(),
-        section::BALANCER_ACTIVE => "active balances/s (fentry)".into(),
+        section::BALANCER_CALLS => "balancer counters/s by level and idle type (from calls)".into(),
+        section::BALANCER_IMBALANCE => "balancer imbalance/s by migration type (from calls)".into(),
+        section::BALANCER_ACTIVE => "active balances/s (from calls)".into(),
         section::BALANCER_GAINED => {
             "balancer tasks gained/s by reason and level (from migrations)".into()
         }
