@@ -151,7 +151,7 @@ fn call_counters_are_rates_of_every_nonzero_count() {
     let (ia, ib) = (ivs(8, true, 1, 1), ivs(8, true, 2, 2));
     let d = diff(&run("a", &ia), &run("b", &ib));
     let (ta, tb) = (totals(&ia), totals(&ib));
-    let mut expected: Vec<&(String, String)> =
+    let expected: Vec<&(String, String)> =
         ta.keys().filter(|k| ta[*k] != 0 || tb[*k] != 0).collect();
     let got = balancer_rows(&d);
     assert_eq!(got.len(), expected.len(), "{got:#?}");
@@ -162,7 +162,6 @@ fn call_counters_are_rates_of_every_nonzero_count() {
         assert!(r.ci_low.is_some() && r.ci_high.is_some(), "{r:?}");
     }
     // Counts zero in both runs have no row (lb_failed of smt newly_idle, util, misfit).
-    expected.sort();
     for missing in [
         "smt newly_idle lb_failed",
         "llc idle util",
@@ -332,4 +331,92 @@ fn summaries_without_counters_still_read() {
         .iter()
         .all(|i| i.balancer == BalancerCounters::default()));
     assert!(!back.calls_recorded());
+}
+
+/// The balancer's calls through the analyzer: `per_interval[k]` calls in second `k`, each at
+/// the LLC level (4 CPUs) of CPU 1, idle type idle, the first of each second failed, the
+/// others balanced.
+fn analyzed_calls(per_interval: &[u64]) -> RunSummary {
+    use crate::analyze::{Analyzer, AnalyzerConfig};
+    use crate::event::{BalanceCall, BalanceOrigin, CpuIdleType, Event, EventKind};
+    use crate::topology::{LevelKind, Topology};
+    let topo = Topology::synthetic(
+        &[
+            (LevelKind::Smt, "SMT", 2),
+            (LevelKind::Llc, "MC", 4),
+            (LevelKind::Numa, "NUMA", 8),
+        ],
+        8,
+    );
+    let mut a = Analyzer::new(
+        topo,
+        AnalyzerConfig {
+            interval_ns: SEC,
+            ..Default::default()
+        },
+    );
+    let mut out = Vec::new();
+    for (k, n) in per_interval.iter().enumerate() {
+        for j in 0..*n {
+            let call = BalanceCall {
+                level: 1,
+                sd_weight: 4,
+                idle: CpuIdleType::Idle,
+                this_cpu: 1,
+                moved: 0,
+                failed: j == 0,
+                origin: Some(BalanceOrigin::Own),
+                len_ns: 1_000,
+            };
+            let ev = Event {
+                ts_ns: SEC + k as u64 * SEC + 1_000 + j * 10_000,
+                cpu: 1,
+                kind: EventKind::BalanceCall(Box::new(call)),
+            };
+            a.push(&ev, &mut out);
+        }
+    }
+    out.extend(a.finish());
+    RunSummary::from_snapshots(&out, "analyzed", super::tests::meta())
+}
+
+#[test]
+fn calls_through_the_analyzer_are_counted_per_second() {
+    let (ca, cb) = ([5u64, 7, 6, 8, 5, 6], [12u64, 15, 11, 14, 13, 12]);
+    let (a, b) = (analyzed_calls(&ca), analyzed_calls(&cb));
+    assert!(a.calls_recorded() && b.calls_recorded());
+    let d = diff(&a, &b);
+    for (per_interval, side, run) in [(&ca, "baseline", &a), (&cb, "new", &b)] {
+        let s = run.duration_ns() as f64 / 1e9;
+        let total: u64 = per_interval.iter().sum();
+        let failed = per_interval.len() as u64;
+        let value = |m: &str| {
+            let x = row(&d, section::BALANCER_CALLS, m);
+            if side == "baseline" {
+                x.baseline
+            } else {
+                x.new
+            }
+        };
+        assert!(close(value("llc idle lb_count"), total as f64 / s));
+        assert!(close(value("llc idle lb_failed"), failed as f64 / s));
+        assert!(close(
+            value("llc idle lb_balanced"),
+            (total - failed) as f64 / s
+        ));
+    }
+    // Nothing else was counted: no other balancer row.
+    let metrics: Vec<&str> = balancer_rows(&d)
+        .iter()
+        .map(|r| r.metric.as_str())
+        .collect();
+    assert_eq!(
+        metrics,
+        [
+            "llc idle lb_count",
+            "llc idle lb_balanced",
+            "llc idle lb_failed"
+        ]
+    );
+    assert!(row(&d, section::BALANCER_CALLS, "llc idle lb_count").significant);
 }
