@@ -110,8 +110,9 @@ Dumps are capped per hour (--max-dumps-per-hour) and by the directory's size \
     )]
     Serve(ServeArgs),
     /// Compare two recordings, or two sides of several runs each: run-queue latency,
-    /// migrations by reason and level, idle-while-others-wait and lost events, with whether
-    /// each change is beyond the noise.
+    /// migrations by reason and level, idle-while-others-wait, the balancer's own counters
+    /// (schedstat's, per level and idle type) and lost events, with whether each change is
+    /// beyond the noise.
     #[command(after_help = concat!("Examples:\n  lbscope diff before.lbs after.lbs\n  \
 lbscope diff eevdf.lbs scx.lbs --json\n  \
 lbscope diff base-1.lbs base-2.lbs base-3.lbs -- new-1.lbs new-2.lbs new-3.lbs\n  \

@@ -7,7 +7,8 @@
 //! computed from the whole run (every interval, the final partial one included): run-queue latency percentiles from the merged log2
 //! histogram (see `bootstrap::log2_quantile_us` for the precision), migrations per second by
 //! reason and by level crossed, idle-while-others-wait time per domain (domains matched by
-//! level key and span), lost events.
+//! level key and span), the balancer's own counters per second (module `balancer`), lost
+//! events.
 //!
 //! Noise, several runs a side: runs are the unit; see [`runs`] (Welch's t over runs).
 //!
@@ -23,6 +24,7 @@
 //! `diff(a, a)` has zero change everywhere and nothing significant; every `f64` is rounded
 //! to at most six decimals so that JSON round trips compare equal.
 
+mod balancer;
 mod bootstrap;
 mod layout;
 mod run;
@@ -30,6 +32,8 @@ pub mod runs;
 pub mod stats;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_counters;
 #[cfg(test)]
 mod tests_runs;
 mod warn;
@@ -66,6 +70,19 @@ pub mod section {
     pub const IDLE_MOVABLE: &str = "idle_while_waiting.movable_pct";
     /// Pinned idle-while-others-wait time, % of the run, by domain.
     pub const IDLE_PINNED: &str = "idle_while_waiting.pinned_pct";
+    /// The balancer's calls per second by level, idle type and schedstat counter
+    /// ("llc idle lb_count"; lb_balanced, lb_failed, lb_gained, searches), from its
+    /// recorded calls (balancer hooks): only when every run compared recorded them.
+    pub const BALANCER_CALLS: &str = "balancer_per_s.calls";
+    /// The imbalance the balancer found per second by level, idle type and migration type
+    /// ("llc idle load"; util, task, misfit), from its recorded calls.
+    pub const BALANCER_IMBALANCE: &str = "balancer_per_s.imbalance";
+    /// Active balances per second: tasks the stopper pushed by level ("llc alb_pushed") and
+    /// "stopper_runs", from its recorded calls.
+    pub const BALANCER_ACTIVE: &str = "balancer_per_s.active";
+    /// Balancer migrations per second by reason and level crossed ("newidle_balance
+    /// llc"), from the migration tracepoint (every run).
+    pub const BALANCER_GAINED: &str = "balancer_per_s.gained_by_migrations";
     /// Findings per second by kind ("missed_pull", "busy_wakeup", ...).
     pub const FINDINGS: &str = "findings_per_s";
     /// Events lost over the run: "total".
@@ -196,6 +213,10 @@ pub fn min_effect(section: &str) -> (f64, f64) {
         section::MIGRATIONS | section::BY_REASON | section::BY_LEVEL => (0.02, 0.1),
         section::IDLE_MOVABLE | section::IDLE_PINNED => (0.02, 0.01),
         section::FINDINGS => (0.02, 0.1),
+        section::BALANCER_CALLS
+        | section::BALANCER_IMBALANCE
+        | section::BALANCER_ACTIVE
+        | section::BALANCER_GAINED => (0.02, 0.1),
         section::LOST => (0.0, 1.0),
         _ => (0.02, 0.0),
     }

@@ -2,9 +2,13 @@
 //! domains of any run) and a dense vector of additive counts per interval laid out the same
 //! way for every run, so that summing intervals and evaluating a row is index arithmetic.
 //!
+//! The balancer's counters (module `balancer`) follow the domains' slots, one slot per count
+//! non-zero in some run.
+//!
 //! Invariant: every row is a function of a [`Dense`] sum of intervals only; a resample of
 //! intervals therefore evaluates exactly like the whole run.
 
+use super::balancer::{entries, BalKey};
 use super::bootstrap::log2_quantile_us;
 use super::run::{IntervalFigures, RunSummary};
 use super::section;
@@ -108,6 +112,50 @@ pub(super) struct Layout {
     domain_index: HashMap<(String, CpuSet), usize>,
     /// Domains not in every run, by the side that has them (baseline, new), as "level span".
     pub only_in: [Vec<String>; 2],
+    /// The balancer's counts with a row, in row order.
+    balancer: Vec<BalKey>,
+    balancer_index: HashMap<BalKey, usize>,
+    /// Some runs recorded the balancer's calls and others not: the call counters are left
+    /// out. Per side (baseline, new), whether all, some or none of its runs recorded them.
+    pub calls_mixed: Option<[Calls; 2]>,
+}
+
+/// How many runs of a side recorded the balancer's calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Calls {
+    All,
+    Some,
+    None,
+}
+
+impl Calls {
+    fn of(runs: &[&RunSummary]) -> Calls {
+        let n = runs.iter().filter(|r| r.calls_recorded()).count();
+        match n {
+            0 => Calls::None,
+            n if n == runs.len() => Calls::All,
+            _ => Calls::Some,
+        }
+    }
+}
+
+/// The balancer's counts non-zero in some interval of some run, in row order: all of them
+/// when every run recorded the balancer's calls, else those counted from migrations only.
+fn balancer_keys(runs: &[&RunSummary], with_calls: bool, levels: &[String]) -> Vec<BalKey> {
+    let mut seen: Vec<BalKey> = Vec::new();
+    let mut index: std::collections::HashSet<BalKey> = std::collections::HashSet::new();
+    for r in runs {
+        for iv in &r.intervals {
+            for (k, v) in entries(&iv.balancer) {
+                if v != 0 && (with_calls || !k.needs_calls()) && !index.contains(&k) {
+                    index.insert(k.clone());
+                    seen.push(k);
+                }
+            }
+        }
+    }
+    seen.sort_by_cached_key(|k| k.order(levels));
+    seen
 }
 
 /// Keys of `maps` with a non-zero count in some interval, ordered by `order` first, the rest
@@ -199,12 +247,24 @@ impl Layout {
             .enumerate()
             .map(|(i, d)| (d.clone(), i))
             .collect();
+        let calls = [Calls::of(a), Calls::of(b)];
+        let with_calls = !all.is_empty() && calls.iter().all(|c| *c == Calls::All);
+        let any_calls = calls.iter().any(|c| *c != Calls::None);
+        let balancer = balancer_keys(&all, with_calls, &level_order);
+        let balancer_index = balancer
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.clone(), i))
+            .collect();
         Layout {
             reasons,
             levels,
             domains,
             domain_index,
             only_in,
+            balancer,
+            balancer_index,
+            calls_mixed: (any_calls && !with_calls).then_some(calls),
         }
     }
 
@@ -224,8 +284,12 @@ impl Layout {
         self.movable_at(self.domains.len()) + i
     }
 
+    fn balancer_at(&self, i: usize) -> usize {
+        self.pinned_at(self.domains.len()) + i
+    }
+
     fn width(&self) -> usize {
-        self.pinned_at(self.domains.len())
+        self.balancer_at(self.balancer.len())
     }
 
     /// An empty sum.
@@ -261,6 +325,13 @@ impl Layout {
             if let Some(&i) = self.domain_index.get(&(dom.level.clone(), dom.span)) {
                 d.sums[self.movable_at(i)] += dom.movable_ns;
                 d.sums[self.pinned_at(i)] += dom.pinned_ns;
+            }
+        }
+        if !self.balancer.is_empty() {
+            for (k, v) in entries(&iv.balancer) {
+                if let Some(&i) = self.balancer_index.get(&k) {
+                    d.sums[self.balancer_at(i)] += v;
+                }
             }
         }
         d
@@ -303,6 +374,9 @@ impl Layout {
                 &domain_name(l, s),
                 Kind::Pct(self.pinned_at(i)),
             );
+        }
+        for (i, k) in self.balancer.iter().enumerate() {
+            row(k.section(), &k.metric(), Kind::Rate(self.balancer_at(i)));
         }
         for (i, k) in FindingKind::ALL.iter().enumerate() {
             row(section::FINDINGS, k.name(), Kind::Rate(FINDINGS + i));

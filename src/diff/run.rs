@@ -4,8 +4,10 @@
 //! Invariant: one [`IntervalFigures`] per snapshot, in snapshot order, the final partial one
 //! included; nothing is computed here that depends on the other run.
 
+use crate::analyze::counters::BalancerCounters;
 use crate::analyze::Snapshot;
 use crate::cpuset::CpuSet;
+use crate::event::Reason;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -62,6 +64,32 @@ pub struct IntervalFigures {
     /// Findings by kind name (non-zero only).
     #[serde(default)]
     pub findings_by_kind: BTreeMap<String, u64>,
+    /// The balancer's own counters over the interval (schedstat's vocabulary, per level and
+    /// idle type; additive counts), as `report` gives them per interval; its
+    /// `gained_by_migrations` from the interval's migrations (balancer reasons by level
+    /// crossed, the report's filters applied as to every other row).
+    #[serde(default)]
+    pub balancer: BalancerCounters,
+}
+
+/// The balancer's migrations of a reason x level matrix (`{reason: {level: count}}`),
+/// non-zero cells only.
+fn balancer_matrix(
+    matrix: &BTreeMap<String, BTreeMap<String, u64>>,
+) -> BTreeMap<String, BTreeMap<String, u64>> {
+    Reason::ALL
+        .iter()
+        .filter(|r| r.is_balancer())
+        .filter_map(|r| {
+            let levels: BTreeMap<String, u64> = matrix
+                .get(r.name())?
+                .iter()
+                .filter(|(_, n)| **n != 0)
+                .map(|(l, n)| (l.clone(), *n))
+                .collect();
+            (!levels.is_empty()).then(|| (r.name().to_string(), levels))
+        })
+        .collect()
 }
 
 impl IntervalFigures {
@@ -94,6 +122,10 @@ impl IntervalFigures {
                 .collect(),
             lost_events: s.lost_events,
             findings_by_kind: nonzero(&s.findings_by_kind),
+            balancer: BalancerCounters {
+                gained_by_migrations: balancer_matrix(&s.migrations.matrix),
+                ..s.balancer_counters.clone()
+            },
         }
     }
 }
@@ -138,6 +170,13 @@ impl RunSummary {
     /// Total length of the run (sum of interval lengths).
     pub fn duration_ns(&self) -> u64 {
         self.intervals.iter().map(|i| i.len_ns).sum()
+    }
+
+    /// Whether the balancer's calls were recorded in this run (its hooks on
+    /// `sched_balance_rq`): its call counters (lb_count, lb_balanced, lb_failed, the
+    /// imbalance) are known only then.
+    pub fn calls_recorded(&self) -> bool {
+        self.intervals.iter().any(|i| i.balancer.calls_recorded)
     }
 
     /// Events lost over the whole run.

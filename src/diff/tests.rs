@@ -26,6 +26,9 @@ pub(super) struct Iv {
     pub(super) lost: u64,
     /// (finding kind, count)
     pub(super) findings: Vec<(&'static str, u64)>,
+    /// The balancer's counters of the interval; its `gained_by_migrations` is the
+    /// snapshot's migration matrix (every reason, as the analyzer counts them).
+    pub(super) balancer: crate::analyze::counters::BalancerCounters,
 }
 
 impl Default for Iv {
@@ -44,6 +47,7 @@ impl Default for Iv {
             ],
             lost: 0,
             findings: vec![],
+            balancer: Default::default(),
         }
     }
 }
@@ -74,6 +78,8 @@ fn snaps(ivs: &[Iv]) -> Vec<Snapshot> {
                     total: iv.reasons.iter().map(|r| r.1).sum(),
                     by_reason,
                     by_level,
+                    // Where the analyzer counts the balancer's migrations by reason and level.
+                    matrix: iv.balancer.gained_by_migrations.clone(),
                     ..Default::default()
                 },
                 runqlat_us: LatencySummary {
@@ -87,7 +93,10 @@ fn snaps(ivs: &[Iv]) -> Vec<Snapshot> {
                 runqlat_by_process: vec![],
                 runqlat_by_cgroup: vec![],
                 migrations_by_cgroup: vec![],
-                balancer_counters: Default::default(),
+                balancer_counters: crate::analyze::counters::BalancerCounters {
+                    gained_by_migrations: BTreeMap::new(),
+                    ..iv.balancer.clone()
+                },
                 balancer_counters_run: None,
                 idle_while_waiting: iv
                     .idle

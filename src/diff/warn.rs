@@ -1,12 +1,12 @@
 //! What makes a comparison less trustworthy, said before its table: the sides recorded on
 //! different kernels, hosts or topologies, runs of one side that differ among themselves,
-//! domains not in every run, runs with nothing recorded or with lost events, and runs of
-//! different lengths.
+//! domains not in every run, runs with nothing recorded or with lost events, runs of
+//! different lengths, and the balancer's calls recorded in some runs only.
 //!
 //! Invariant: with one run a side the warnings (and their order) are those of the plain
 //! two-recording comparison; the multi-run ones are only added when a side has several runs.
 
-use super::layout::Layout;
+use super::layout::{Calls, Layout};
 use super::run::{RunMeta, RunSummary};
 
 /// Runs whose lengths differ by more than this fraction get a warning about totals.
@@ -77,6 +77,26 @@ fn domain_warning(whose: &str, names: &[String]) -> Option<String> {
     Some(format!("domains {whose}, not compared: {list}"))
 }
 
+/// Why the balancer's call counters are not compared: some runs recorded the calls, others
+/// not.
+fn calls_warning(calls: [Calls; 2], multi: bool) -> String {
+    let says = |side: &str, c: Calls| match (c, multi) {
+        (Calls::All, false) => format!("the {side} run recorded them"),
+        (Calls::None, false) => format!("the {side} run did not"),
+        (Calls::All, true) => format!("every {side} run did"),
+        (Calls::Some, _) => format!("some {side} runs did"),
+        (Calls::None, true) => format!("no {side} run did"),
+    };
+    format!(
+        "balancer call counters left out (lb_count, lb_balanced, lb_failed, lb_gained, \
+         searches, imbalance, active balances): they need the balancer's calls recorded \
+         (balancer hooks, fentry or kprobe) in every run, and {}, {}; only balancer \
+         migrations by reason and level (from migrations) are compared",
+        says("baseline", calls[0]),
+        says("new", calls[1])
+    )
+}
+
 fn mean_len_s(runs: &[RunSummary]) -> f64 {
     if runs.is_empty() {
         return 0.0;
@@ -125,6 +145,9 @@ pub(super) fn warnings(a: &[RunSummary], b: &[RunSummary], layout: &Layout) -> V
                 ));
             }
         }
+    }
+    if let Some(calls) = layout.calls_mixed {
+        w.push(calls_warning(calls, multi));
     }
     let (la, lb) = (mean_len_s(a), mean_len_s(b));
     if (la - lb).abs() > LENGTH_TOLERANCE * la.max(lb) {

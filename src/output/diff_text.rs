@@ -123,6 +123,12 @@ pub fn title(section: &str) -> String {
         section::BY_LEVEL => "migrations/s by level crossed".into(),
         section::IDLE_MOVABLE => "idle while others wait, movable (% of time)".into(),
         section::IDLE_PINNED => "idle while others wait, pinned (% of time)".into(),
+        section::BALANCER_CALLS => "balancer counters/s by level and idle type (from calls)".into(),
+        section::BALANCER_IMBALANCE => "balancer imbalance/s by migration type (from calls)".into(),
+        section::BALANCER_ACTIVE => "active balances/s (from calls)".into(),
+        section::BALANCER_GAINED => {
+            "balancer tasks gained/s by reason and level (from migrations)".into()
+        }
         section::FINDINGS => "findings/s by kind".into(),
         section::LOST => "lost events".into(),
         other => other.replace('_', " "),

@@ -5,6 +5,7 @@ mod balancer_attach;
 mod cgroup;
 mod cli;
 mod common;
+mod diff_counters;
 mod diff_runs;
 mod faults;
 mod flight;

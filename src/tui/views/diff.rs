@@ -5,7 +5,7 @@
 //! screen has room, both sides' history of the series `s` picks (their first runs), row by
 //! row on one scale.
 
-use crate::diff::Diff;
+use crate::diff::{section, Diff, DiffRow};
 use crate::tui::app::App;
 use crate::tui::history;
 use crate::tui::term::Palette;
@@ -47,6 +47,19 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     draw_hists(f, hist, d, pal);
 }
 
+/// A row's name in the table's 25 characters: the section's last part and the metric; the
+/// balancer's counters shortened so that level, idle type and counter all fit ("numa
+/// newidle lb_balanced", "imb llc idle load", "gained nohz_idle numa").
+pub fn row_label(r: &DiffRow) -> String {
+    let m = r.metric.replace("newly_idle", "newidle");
+    match r.section.as_str() {
+        section::BALANCER_CALLS | section::BALANCER_ACTIVE => m,
+        section::BALANCER_IMBALANCE => format!("imb {m}"),
+        section::BALANCER_GAINED => format!("gained {}", m.replace("_balance", "")),
+        s => format!("{} {}", s.rsplit('.').next().unwrap_or(s), r.metric),
+    }
+}
+
 fn num(v: f64) -> String {
     if v.abs() >= 1000.0 || v == v.trunc() {
         format!("{v:.0}")
@@ -81,8 +94,7 @@ fn draw_table(f: &mut Frame, area: Rect, d: &Diff, scroll: usize, pal: Palette) 
     let h = (area.height as usize).saturating_sub(lines.len());
     let start = scroll.min(d.rows.len().saturating_sub(h));
     for r in d.rows.iter().skip(start).take(h) {
-        let sec = r.section.rsplit('.').next().unwrap_or(&r.section);
-        let label = format!("{} {}", sec, r.metric);
+        let label = row_label(r);
         let change = r.change_pct.map_or("-".into(), |c| format!("{c:+.1}%"));
         let ci = match (r.ci_low, r.ci_high) {
             (Some(lo), Some(hi)) => format!("[{}, {}]", num(lo), num(hi)),
@@ -149,4 +161,60 @@ fn draw_hists(f: &mut Frame, area: Rect, d: &Diff, pal: Palette) {
         ]));
     }
     f.render_widget(Paragraph::new(lines), inner);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::row_label;
+    use crate::diff::{section, DiffRow};
+
+    fn r(section: &str, metric: &str) -> DiffRow {
+        DiffRow {
+            section: section.into(),
+            metric: metric.into(),
+            baseline: 0.0,
+            new: 0.0,
+            change_pct: None,
+            ci_low: None,
+            ci_high: None,
+            significant: false,
+            runs: None,
+        }
+    }
+
+    #[test]
+    fn balancer_rows_keep_level_idle_type_and_counter_in_the_label() {
+        let mut rows = Vec::new();
+        for level in ["smt", "llc", "numa", "numa2"] {
+            for idle in ["busy", "idle", "newly_idle"] {
+                for c in [
+                    "lb_count",
+                    "lb_balanced",
+                    "lb_failed",
+                    "lb_gained",
+                    "searches",
+                ] {
+                    rows.push(r(section::BALANCER_CALLS, &format!("{level} {idle} {c}")));
+                }
+                for t in ["load", "util", "task", "misfit"] {
+                    rows.push(r(
+                        section::BALANCER_IMBALANCE,
+                        &format!("{level} {idle} {t}"),
+                    ));
+                }
+            }
+            rows.push(r(section::BALANCER_ACTIVE, &format!("{level} alb_pushed")));
+            for reason in crate::analyze::reason_names().filter(|n| n.ends_with("_balance")) {
+                rows.push(r(section::BALANCER_GAINED, &format!("{reason} {level}")));
+            }
+        }
+        let labels: Vec<String> = rows.iter().map(row_label).collect();
+        for l in &labels {
+            assert!(l.chars().count() <= 25, "{l}");
+        }
+        let distinct: std::collections::BTreeSet<&String> = labels.iter().collect();
+        assert_eq!(distinct.len(), labels.len());
+        // Other rows keep their section's last part.
+        assert_eq!(row_label(&r(section::RUNQLAT, "p50")), "runqlat_us p50");
+    }
 }
