@@ -110,8 +110,8 @@ KNOWN_MISSES = {
     ("2s-smt-numa", "numa-spread", "findings it is built for not raised: uneven_spread"):
         "raised in about half the runs: the balancer often evens the threads out within "
         "uneven_spread's 100 ms hold",
-    # The RT runs (2026-11-25, one boot each): NUMA kappa 0.799 of 122 searches on 6.1-rt;
-    # LLC kappa 0.775 of 273 and NUMA kappa 0.774 of 80 on 6.12-rt.
+    # The RT runs (2026-11-25, six boots of 6.1-rt and 6.12-rt by fentry and kprobe): kappa
+    # 0.775-0.925 at LLC and 0.774-0.958 at NUMA, recall and precision down to 77-82% there.
     ("2s-smt-numa", "rt", "llc: "):
         "the model takes RT tasks for CFS ones (sum_h_nr_running is nr_running less the "
         "stopper: src/model/stats.rs), and the rt scenario keeps 8 SCHED_FIFO threads on "
