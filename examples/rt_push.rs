@@ -36,8 +36,8 @@ bursts=<per RT thread> total_bursts=SUM cfs_iters=SUM`."
 )]
 struct Cli {
     /// SCHED_FIFO threads
-    #[arg(long, default_value_t = 6)]
-    rt_threads: usize,
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u16).range(1..))]
+    rt_threads: u16,
 
     /// Their priorities, given in turn (comma-separated, 1-99)
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "10,20,30,40",
@@ -106,16 +106,13 @@ fn bursts(seed: u64, run: Duration, sleep: Duration, until: Instant) -> u64 {
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
-    if cli.rt_threads == 0 {
-        anyhow::bail!("--rt-threads must be at least 1");
-    }
     let mut crew = Crew::new(&cli.common.comm)?;
     let duration = Duration::from_millis(cli.duration_ms);
     let run = Duration::from_micros(cli.run_us);
     let sleep = Duration::from_micros(cli.sleep_us);
     let (tx, rx) = std::sync::mpsc::channel::<Result<()>>();
-    let mut rt = Vec::with_capacity(cli.rt_threads);
-    for w in 0..cli.rt_threads {
+    let mut rt = Vec::with_capacity(usize::from(cli.rt_threads));
+    for w in 0..usize::from(cli.rt_threads) {
         let prio = cli.priorities[w % cli.priorities.len()];
         let tx = tx.clone();
         rt.push(crew.spawn(cli.pin.as_ref(), move |start: Instant| {
