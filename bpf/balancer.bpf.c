@@ -20,7 +20,7 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* One counter per hook, indexed as in src/source/live/hooks.rs HOOKS. */
-__u64 calls[8] = {};
+__u64 calls[11] = {};
 /* Records the ring buffer could not take. */
 __u64 lost = 0;
 /* Set by user space once both origin hooks (the balancer softirq and the active-balance
@@ -72,6 +72,9 @@ HOOKS(sched_balance_newidle, 4)
 HOOKS(newidle_balance, 5)
 HOOKS(detach_task, 6)
 HOOKS(active_load_balance_cpu_stop, 7)
+HOOKS(push_rt_task, 8)
+HOOKS(pull_rt_task, 9)
+HOOKS(rto_push_irq_work_func, 10)
 
 /* The kernel's idle type in the wire numbering: the enum was renumbered in 6.10. */
 static __always_inline __u32 wire_idle(__u32 v)
@@ -654,5 +657,153 @@ SEC("kretprobe/active_load_balance_cpu_stop")
 int BPF_KRETPROBE(kp_active_exit)
 {
 	origin_set(LBS_BAL_STOPPER, 0);
+	return 0;
+}
+
+/*
+ * The RT class's own push and pull code: push_rt_task (a push from its rq), pull_rt_task (a
+ * pull into its rq, or with RT_PUSH_IPI the request that overloaded CPUs push) and
+ * rto_push_irq_work_func (the irq work serving that request on this CPU). One LBS_RT_CALL
+ * record per call, stamped at its entry with its length: a migration made on this CPU inside
+ * it is the RT class's push or pull, whatever its stack says. The calls nest (the irq work
+ * calls push_rt_task) but a function does not nest in itself on one CPU (each runs with the
+ * rq lock held and interrupts off), so each keeps its own slot.
+ */
+struct rt_slots {
+	__u64 entry[3];
+	__u32 rq_cpu[3];
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rt_slots);
+} rt_state SEC(".maps");
+
+static __always_inline void rt_entry(__u32 func, __u32 rq_cpu)
+{
+	__u32 zero = 0;
+	struct rt_slots *s = bpf_map_lookup_elem(&rt_state, &zero);
+
+	if (!s || func > 2)
+		return;
+	s->entry[func] = bpf_ktime_get_ns();
+	s->rq_cpu[func] = rq_cpu;
+}
+
+static __always_inline void rt_exit(__u32 func)
+{
+	__u32 zero = 0;
+	struct rt_slots *s = bpf_map_lookup_elem(&rt_state, &zero);
+	struct lbs_rt_call *e;
+	__u64 now = bpf_ktime_get_ns(), entry, len;
+
+	if (!s || func > 2)
+		return;
+	entry = s->entry[func];
+	s->entry[func] = 0;
+	/* An exit whose entry went unseen (attached in between, or a skipped kprobe). */
+	if (!entry || entry > now)
+		return;
+	e = bpf_ringbuf_reserve(&balance_events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&lost, 1);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	len = now - entry;
+	e->h.ts = entry;
+	e->h.kind = LBS_RT_CALL;
+	e->h.cpu = bpf_get_smp_processor_id();
+	e->func = func;
+	e->rq_cpu = s->rq_cpu[func];
+	e->len_ns = len > 0xffffffff ? 0xffffffff : len;
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("fentry/push_rt_task")
+int BPF_PROG(rt_push_entry, struct rq *rq)
+{
+	rt_entry(LBS_RT_PUSH, BPF_CORE_READ(rq, cpu));
+	return 0;
+}
+
+SEC("fexit/push_rt_task")
+int BPF_PROG(rt_push_exit)
+{
+	rt_exit(LBS_RT_PUSH);
+	return 0;
+}
+
+SEC("fentry/pull_rt_task")
+int BPF_PROG(rt_pull_entry, struct rq *this_rq)
+{
+	rt_entry(LBS_RT_PULL, BPF_CORE_READ(this_rq, cpu));
+	return 0;
+}
+
+SEC("fexit/pull_rt_task")
+int BPF_PROG(rt_pull_exit)
+{
+	rt_exit(LBS_RT_PULL);
+	return 0;
+}
+
+SEC("fentry/rto_push_irq_work_func")
+int BPF_PROG(rt_irq_work_entry)
+{
+	rt_entry(LBS_RT_PUSH_IRQ_WORK, bpf_get_smp_processor_id());
+	return 0;
+}
+
+SEC("fexit/rto_push_irq_work_func")
+int BPF_PROG(rt_irq_work_exit)
+{
+	rt_exit(LBS_RT_PUSH_IRQ_WORK);
+	return 0;
+}
+
+/* The same by kprobe/kretprobe. */
+SEC("kprobe/push_rt_task")
+int BPF_KPROBE(kp_rt_push_entry, struct rq *rq)
+{
+	rt_entry(LBS_RT_PUSH, BPF_CORE_READ(rq, cpu));
+	return 0;
+}
+
+SEC("kretprobe/push_rt_task")
+int BPF_KRETPROBE(kp_rt_push_exit)
+{
+	rt_exit(LBS_RT_PUSH);
+	return 0;
+}
+
+SEC("kprobe/pull_rt_task")
+int BPF_KPROBE(kp_rt_pull_entry, struct rq *this_rq)
+{
+	rt_entry(LBS_RT_PULL, BPF_CORE_READ(this_rq, cpu));
+	return 0;
+}
+
+SEC("kretprobe/pull_rt_task")
+int BPF_KRETPROBE(kp_rt_pull_exit)
+{
+	rt_exit(LBS_RT_PULL);
+	return 0;
+}
+
+SEC("kprobe/rto_push_irq_work_func")
+int BPF_KPROBE(kp_rt_irq_work_entry)
+{
+	rt_entry(LBS_RT_PUSH_IRQ_WORK, bpf_get_smp_processor_id());
+	return 0;
+}
+
+SEC("kretprobe/rto_push_irq_work_func")
+int BPF_KRETPROBE(kp_rt_irq_work_exit)
+{
+	rt_exit(LBS_RT_PUSH_IRQ_WORK);
 	return 0;
 }

@@ -53,6 +53,7 @@ struct lbs_task _lbs_task = {};
 struct lbs_affinity _lbs_affinity = {};
 struct lbs_balance _lbs_balance = {};
 struct lbs_balance_call _lbs_balance_call = {};
+struct lbs_rt_call _lbs_rt_call = {};
 struct lbs_hist _lbs_hist = {};
 struct lbs_proc_key _lbs_proc_key = {};
 struct lbs_fold_ctl _lbs_fold_ctl = {};
@@ -60,6 +61,7 @@ enum lbs_kind _lbs_kind = 0;
 enum lbs_migrate_flags _lbs_migrate_flags = 0;
 enum lbs_numa_op _lbs_numa_op = 0;
 enum lbs_balance_origin _lbs_balance_origin = 0;
+enum lbs_rt_func _lbs_rt_func = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

@@ -30,6 +30,7 @@ enum lbs_kind {
 	LBS_EXIT = 13,
 	LBS_BALANCE = 14, /* from bpf/balancer.bpf.c's own ring buffer */
 	LBS_BALANCE_CALL = 15, /* likewise */
+	LBS_RT_CALL = 16, /* likewise */
 };
 
 /* lbs_migrate.flags */
@@ -170,6 +171,24 @@ struct lbs_balance_call {
 	__u32 this_cpu;
 	__u32 moved;
 	__u32 failed;
+	__u32 len_ns;
+	__u32 pad;
+};
+
+/* LBS_RT_CALL: one call of the RT class's push or pull code, stamped at its entry. func:
+ * 0 push_rt_task, 1 pull_rt_task, 2 rto_push_irq_work_func (enum lbs_rt_func); rq_cpu: the
+ * cpu of the run queue it works on (a push's source, a pull's destination); len_ns: entry to
+ * exit. */
+enum lbs_rt_func {
+	LBS_RT_PUSH = 0,
+	LBS_RT_PULL = 1,
+	LBS_RT_PUSH_IRQ_WORK = 2,
+};
+
+struct lbs_rt_call {
+	struct lbs_hdr h;
+	__u32 func;
+	__u32 rq_cpu;
 	__u32 len_ns;
 	__u32 pad;
 };

@@ -232,6 +232,10 @@ pub enum EventKind {
     /// 6.10), from its entry (the event's time) to its exit (fentry mode only): what the
     /// kernel's schedstat counts per call. `cpu` is where it ran.
     BalanceCall(Box<BalanceCall>),
+    /// One whole call of the RT class's own push or pull code (`push_rt_task`,
+    /// `pull_rt_task`, `rto_push_irq_work_func`), from its entry (the event's time) to its
+    /// exit, where the kernel allows the balancer hooks. `cpu` is where it ran.
+    RtCall(Box<RtCall>),
     /// A snapshot of `/proc/schedstat` as the kernel printed it, taken by the source at the
     /// start or the end of a run. The event's time is when the read began.
     Schedstat(Box<SchedstatText>),
@@ -323,6 +327,59 @@ pub struct BalanceCall {
 }
 
 impl BalanceCall {
+    /// When the call returned (entry time + length).
+    pub fn exit_ns(&self, entry_ns: u64) -> u64 {
+        entry_ns.saturating_add(u64::from(self.len_ns))
+    }
+}
+
+/// The RT class's push and pull functions [`EventKind::RtCall`] records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RtFunc {
+    /// `push_rt_task(rq, pull)`: pushes one queued RT task of `rq` to a CPU running lower
+    /// priority work (`rq` is the source).
+    Push,
+    /// `pull_rt_task(this_rq)`: pulls RT tasks from overloaded CPUs to `this_rq`, or, with
+    /// the RT_PUSH_IPI feature, asks them to push (`rq` is the destination).
+    Pull,
+    /// `rto_push_irq_work_func`: the irq work that pushes this CPU's RT tasks at another
+    /// CPU's request (RT_PUSH_IPI), passing the request on (`rq` is this CPU, the source).
+    PushIrqWork,
+}
+
+impl RtFunc {
+    /// Every function, in wire order (its index is its code).
+    pub const ALL: [RtFunc; 3] = [RtFunc::Push, RtFunc::Pull, RtFunc::PushIrqWork];
+
+    /// The kernel function's name.
+    pub fn kernel_name(self) -> &'static str {
+        match self {
+            RtFunc::Push => "push_rt_task",
+            RtFunc::Pull => "pull_rt_task",
+            RtFunc::PushIrqWork => "rto_push_irq_work_func",
+        }
+    }
+
+    /// Whether the call's `rq` is where tasks leave (push) rather than arrive (pull).
+    pub fn rq_is_source(self) -> bool {
+        !matches!(self, RtFunc::Pull)
+    }
+}
+
+/// One call of an RT push or pull function, as [`EventKind::RtCall`] carries it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RtCall {
+    /// The function.
+    pub func: RtFunc,
+    /// `rq->cpu` of the run queue it works on: the source of a push, the destination of a
+    /// pull (the running CPU for the irq work).
+    pub rq_cpu: u32,
+    /// From entry to exit, ns (saturating at `u32::MAX`).
+    pub len_ns: u32,
+}
+
+impl RtCall {
     /// When the call returned (entry time + length).
     pub fn exit_ns(&self, entry_ns: u64) -> u64 {
         entry_ns.saturating_add(u64::from(self.len_ns))

@@ -7,7 +7,8 @@
 //! model the same question from the same CPU, domain and idle type: is the domain balanced,
 //! and if not, which migration type ([`scores`] says what a constant answer would score
 //! beside each figure). Each balancer migration is also paired with the kernel's record of
-//! its pass, whose facts name its reason without the stack table ([`reasons`]).
+//! its pass, whose facts name its reason without the stack table ([`reasons`]), and each
+//! migration made inside the RT class's own push or pull code with that call ([`rt`]).
 //!
 //! Pure: a function of the event stream only. Memory: the reorder window's events, one entry
 //! per task detached but not yet migrated, and counters.
@@ -19,6 +20,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 
 mod reasons;
+mod rt;
 mod scores;
 
 pub use reasons::{

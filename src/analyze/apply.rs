@@ -189,9 +189,10 @@ impl Analyzer {
                 self.lost_total += count;
                 *self.lost_by_cpu.entry(cpu).or_insert(0) += count;
             }
-            // Balancer internals and NUMA ops belong to the model; the kinds handled inline
-            // never reach this point.
+            // Balancer internals and NUMA ops belong to the model, RT push and pull calls to
+            // validation; the kinds handled inline never reach this point.
             EventKind::BalanceSoftirq { .. }
+            | EventKind::RtCall(_)
             | EventKind::Numa { .. }
             | EventKind::Switch { .. }
             | EventKind::Wakeup { .. }

@@ -109,12 +109,22 @@ pub fn validation(v: &Validation, w: &mut impl Write) -> io::Result<()> {
         )?;
     }
     let r = &v.reasons;
+    // Migrations made inside the RT class's push or pull calls pair with those calls.
+    let rt = if r.matched_rt > 0 {
+        format!(
+            ", and {} migrations made inside the RT class's push or pull calls (the hooks' \
+             reason rt_push_pull)",
+            r.matched_rt
+        )
+    } else {
+        String::new()
+    };
     writeln!(
         w,
         "  reasons: {} of {} balancer migrations paired with the kernel's pass ({} by \
-         detach_task, {} by the active-balance stopper, {} by the search into their CPU); the \
-         stack reason is the balancer hooks' reason in {} (always the commonest: {})",
-        r.matched,
+         detach_task, {} by the active-balance stopper, {} by the search into their CPU){rt}; \
+         the stack reason is the balancer hooks' reason in {} (always the commonest: {})",
+        r.matched - r.matched_rt,
         r.balancer_migrations,
         r.matched_detach,
         r.matched_stopper,

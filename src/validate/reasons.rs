@@ -3,9 +3,14 @@
 //! idle type, and where the pass ran: the CPU's own pass, a nohz idle balance, the
 //! active-balance stopper) name the reason without the stack table.
 //!
+//! Migrations made inside a call of the RT class's push or pull code ([`super::rt`]) pair
+//! with that call, whose reason is `rt_push_pull`, whatever the stack table said.
+//!
 //! Pure: a function of the event stream (in time order). Memory: one entry per task detached
-//! but not yet migrated, per destination CPU searched, per stopper running.
+//! but not yet migrated, per destination CPU searched, per stopper running, per RT call
+//! running.
 
+use super::rt::RtCalls;
 use super::scores::share;
 use crate::event::{Balance, BalanceOrigin, CpuIdleType, Event, EventKind, Pid, Reason};
 use serde::Serialize;
@@ -86,7 +91,8 @@ pub struct ReasonCount {
 pub struct ReasonAgreement {
     /// Balancer migrations (periodic, nohz, newidle, active balance).
     pub balancer_migrations: u64,
-    /// Of those, the ones paired with a kernel record (any way below).
+    /// Of those, the ones paired with a kernel record (any way below); and the migrations
+    /// paired with an RT push or pull call (`matched_rt`).
     pub matched: u64,
     /// Paired with the `detach_task` record of the same task.
     pub matched_detach: u64,
@@ -95,6 +101,9 @@ pub struct ReasonAgreement {
     /// Paired with the latest search into the same destination CPU that found an
     /// imbalance (where detach_task is inlined into its caller, fentry sees few calls).
     pub matched_search: u64,
+    /// Migrations of any stack reason made inside a call of the RT class's push or pull code
+    /// (the hooks' reason `rt_push_pull`); counted in `matched` too.
+    pub matched_rt: u64,
     /// Of the matched ones, those whose stack reason is the hooks' reason.
     pub agreeing: u64,
     /// Matched pairs by "stack reason/hook reason".
@@ -112,6 +121,18 @@ impl ReasonAgreement {
     /// `agreeing / matched`, or `None` when nothing matched (no fentry mode).
     pub fn share(&self) -> Option<f64> {
         share(self.agreeing, self.matched)
+    }
+
+    /// Counts one matched pair: the stack's reason against the hooks'.
+    fn count(&mut self, stack: Reason, hook: HookReason) {
+        self.matched += 1;
+        let ok = hook.agrees(stack);
+        self.agreeing += u64::from(ok);
+        let key = format!("{}/{}", stack.name(), hook.name());
+        *self.pairs.entry(key).or_default() += 1;
+        let c = self.by_reason.entry(hook.name().to_string()).or_default();
+        c.pairs += 1;
+        c.agreeing += u64::from(ok);
     }
 
     /// Fills the per-reason shares and the constant answer.
@@ -142,6 +163,7 @@ pub struct ReasonPairing {
     detached: HashMap<Pid, Pending>,
     searched: HashMap<u32, Pending>,
     stoppers: HashMap<(u32, u32), u64>,
+    rt: RtCalls,
     /// The counts so far.
     pub agreement: ReasonAgreement,
 }
@@ -151,6 +173,17 @@ impl ReasonPairing {
     pub fn push(&mut self, e: &Event) {
         match &e.kind {
             EventKind::Balance(b) => self.record(e.ts_ns, b),
+            EventKind::RtCall(c) => self.rt.push(e.cpu, e.ts_ns, c),
+            EventKind::Migrate {
+                src_cpu,
+                dst_cpu,
+                reason,
+                ..
+            } if self.rt.inside(e.cpu, e.ts_ns, *src_cpu, *dst_cpu).is_some() => {
+                self.agreement.matched_rt += 1;
+                self.agreement
+                    .count(*reason, HookReason::Exact(Reason::RtPushPull));
+            }
             EventKind::Migrate {
                 pid,
                 src_cpu,
@@ -183,14 +216,7 @@ impl ReasonPairing {
                 } else {
                     return;
                 };
-                r.matched += 1;
-                let ok = hook.agrees(*reason);
-                r.agreeing += u64::from(ok);
-                let key = format!("{}/{}", reason.name(), hook.name());
-                *r.pairs.entry(key).or_default() += 1;
-                let c = r.by_reason.entry(hook.name().to_string()).or_default();
-                c.pairs += 1;
-                c.agreeing += u64::from(ok);
+                r.count(*reason, hook);
             }
             EventKind::Exit { pid, .. } => {
                 self.detached.remove(pid);

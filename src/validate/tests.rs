@@ -125,6 +125,77 @@ fn pairs_by_pid_and_time() {
     assert_eq!(r.pairs["newidle_balance/periodic_or_nohz"], 1);
 }
 
+fn rt_call(ts: u64, cpu: u32, func: crate::event::RtFunc, rq_cpu: u32, len_ns: u32) -> Event {
+    Event {
+        ts_ns: ts,
+        cpu,
+        kind: EventKind::RtCall(Box::new(crate::event::RtCall {
+            func,
+            rq_cpu,
+            len_ns,
+        })),
+    }
+}
+
+/// A migration of `pid` from `src` to `dst` made on `cpu`.
+fn moved(ts: u64, cpu: u32, pid: Pid, src: u32, dst: u32, reason: Reason) -> Event {
+    let mut e = migrate(ts, pid, reason);
+    e.cpu = cpu;
+    if let EventKind::Migrate {
+        src_cpu, dst_cpu, ..
+    } = &mut e.kind
+    {
+        (*src_cpu, *dst_cpu) = (src, dst);
+    }
+    e
+}
+
+#[test]
+fn migrations_inside_rt_push_and_pull_calls_pair_as_rt_push_pull() {
+    use crate::event::RtFunc;
+    let topo = Topology::synthetic_flat(4);
+    let events = vec![
+        // A push from CPU 1's run queue, run on CPU 1: its move agrees, a wakeup's move
+        // into CPU 1 meanwhile (made on CPU 1 too) is not the push's.
+        rt_call(1_000, 1, RtFunc::Push, 1, 500),
+        moved(1_100, 1, 10, 1, 2, Reason::RtPushPull),
+        moved(1_200, 1, 11, 3, 1, Reason::Wakeup),
+        // A pull into CPU 0 whose move the stack table calls a wakeup: a disagreement.
+        rt_call(2_000, 0, RtFunc::Pull, 0, 500),
+        moved(2_100, 0, 12, 3, 0, Reason::Wakeup),
+        // The irq work on CPU 2 pushing its own run queue's task.
+        rt_call(3_000, 2, RtFunc::PushIrqWork, 2, 500),
+        moved(3_200, 2, 13, 2, 0, Reason::RtPushPull),
+        // After the call returned: not paired.
+        moved(3_600, 2, 14, 2, 0, Reason::RtPushPull),
+    ];
+    let v = validate(&topo, config(), &events);
+    let r = &v.reasons;
+    assert_eq!(r.matched_rt, 3);
+    assert_eq!(r.matched, 3);
+    assert_eq!(r.agreeing, 2);
+    assert_eq!(r.balancer_migrations, 0);
+    assert_eq!(r.by_reason["rt_push_pull"].pairs, 3);
+    assert_eq!(r.by_reason["rt_push_pull"].agreement, Some(2.0 / 3.0));
+    assert_eq!(r.pairs["rt_push_pull/rt_push_pull"], 2);
+    assert_eq!(r.pairs["wakeup/rt_push_pull"], 1);
+    // The only hook reason: the constant answer scores every pair.
+    assert_eq!(r.constant_answer.as_deref(), Some("rt_push_pull"));
+    assert_eq!(r.constant_agreement, Some(1.0));
+    let mut text = Vec::new();
+    crate::output::validation_text::validation(&v, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        text.contains(
+            "reasons: 0 of 0 balancer migrations paired with the kernel's pass (0 by \
+             detach_task, 0 by the active-balance stopper, 0 by the search into their CPU), \
+             and 3 migrations made inside the RT class's push or pull calls (the hooks' reason \
+             rt_push_pull); the stack reason is the balancer hooks' reason in 66.7%"
+        ),
+        "{text}"
+    );
+}
+
 /// A record of the pass with its origin (what the origin hooks add), on `cpu`.
 fn with_origin(mut e: Event, cpu: u32, origin: BalanceOrigin) -> Event {
     e.cpu = cpu;

@@ -311,6 +311,19 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
                 len_ns,
             }))
         }
+        K_RT_CALL => {
+            let f = c.byte()?;
+            let func = *RtFunc::ALL
+                .get(usize::from(f))
+                .map_or_else(|| bad(format!("unknown RT function {f}")), Ok)?;
+            let rq_cpu = c.u32()?;
+            let len_ns = c.u32()?;
+            EventKind::RtCall(Box::new(RtCall {
+                func,
+                rq_cpu,
+                len_ns,
+            }))
+        }
         K_SCHEDSTAT => {
             let end = match c.byte()? {
                 0 => false,

@@ -29,6 +29,7 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
         EventKind::Balance(_) => K_BALANCE,
         EventKind::BalanceCall(_) => K_BALANCE_CALL,
         EventKind::Schedstat(_) => K_SCHEDSTAT,
+        EventKind::RtCall(_) => K_RT_CALL,
     };
     out.push(tag);
     // Wrapping difference reinterpreted as signed: small either way round, exact for any pair.
@@ -185,6 +186,11 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
             v(out, b.moved);
             out.push(u8::from(b.failed) | origin_code(b.origin) << 1);
             v(out, b.len_ns);
+        }
+        EventKind::RtCall(r) => {
+            out.push(r.func as u8);
+            v(out, r.rq_cpu);
+            v(out, r.len_ns);
         }
         EventKind::Schedstat(s) => {
             out.push(u8::from(s.end));

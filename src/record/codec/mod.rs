@@ -14,7 +14,7 @@
 use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::event::{
     Balance, BalanceCall, BalanceOrigin, CpuIdleType, Event, EventKind, Fold, FoldedHist,
-    MigrateContext, MigrationType, NumaOp, Reason, ReasonSource, SchedstatText,
+    MigrateContext, MigrationType, NumaOp, Reason, ReasonSource, RtCall, RtFunc, SchedstatText,
 };
 
 /// The fewest bytes an encoded event takes: kind, timestamp delta and CPU, one byte each.
@@ -47,6 +47,7 @@ const K_CGROUP: u8 = 19;
 const K_FOLD: u8 = 20;
 const K_BALANCE_CALL: u8 = 21;
 const K_SCHEDSTAT: u8 = 22;
+const K_RT_CALL: u8 = 23;
 /// Most slots plus buckets a folded histogram may declare (the analyzer's own bounds are
 /// checked where it is used).
 const MAX_FOLD_LEN: u64 = 4096;

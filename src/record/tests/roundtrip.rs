@@ -220,6 +220,13 @@ fn edge_events() -> Vec<Event> {
             },
         )));
     }
+    for (i, func) in crate::event::RtFunc::ALL.into_iter().enumerate() {
+        kinds.push(EventKind::RtCall(Box::new(crate::event::RtCall {
+            func,
+            rq_cpu: [0, m, 3][i],
+            len_ns: [0, 12_345, u32::MAX][i],
+        })));
+    }
     for (end, text) in [
         (false, String::new()),
         (true, "version 16\ncpu0 \u{e9}\n".repeat(500)),
@@ -438,4 +445,25 @@ fn reader_and_writer_can_move_to_threads() {
     fn send<T: Send>() {}
     send::<Reader>();
     send::<Writer>();
+}
+
+#[test]
+fn an_unknown_rt_function_code_is_refused() {
+    let e = Event {
+        ts_ns: 5,
+        cpu: 1,
+        kind: EventKind::RtCall(Box::new(crate::event::RtCall {
+            func: crate::event::RtFunc::PushIrqWork,
+            rq_cpu: 1,
+            len_ns: 10,
+        })),
+    };
+    let mut raw = Vec::new();
+    codec::encode_event(&mut raw, 5, &e);
+    // tag, ts delta 0, cpu 1, then the function's code.
+    assert_eq!(raw[..4], [23, 0, 1, 2]);
+    assert_eq!(codec::decode_events(&raw, 5, 1).unwrap(), vec![e]);
+    raw[3] = 3;
+    let err = codec::decode_events(&raw, 5, 1).unwrap_err();
+    assert!(err.0.contains("unknown RT function 3"), "{err:?}");
 }

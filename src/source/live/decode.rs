@@ -7,7 +7,7 @@ use super::skel::types as t;
 use crate::cpuset::CpuSet;
 use crate::event::{
     Balance, BalanceCall, BalanceOrigin, CpuIdleType, Event, EventKind, MigrateContext,
-    MigrationType, NumaOp, Reason, ReasonSource,
+    MigrationType, NumaOp, Reason, ReasonSource, RtCall, RtFunc,
 };
 use crate::reason::{classify_frames, Resolver, StackClass};
 use std::collections::HashMap;
@@ -207,6 +207,13 @@ impl Decoder {
                     moved: r.moved,
                     failed: r.failed != 0,
                     origin: balance_origin(r.h.flags),
+                    len_ns: r.len_ns,
+                })))
+            }),
+            t::lbs_kind::LBS_RT_CALL => read::<t::lbs_rt_call>(data).and_then(|r| {
+                Some(EventKind::RtCall(Box::new(RtCall {
+                    func: *RtFunc::ALL.get(r.func as usize)?,
+                    rq_cpu: r.rq_cpu,
                     len_ns: r.len_ns,
                 })))
             }),

@@ -1,7 +1,8 @@
 //! Loading the balancer hooks (bpf/balancer.bpf.c) as fentry/fexit or kprobe/kretprobe
 //! programs: which of the balancer functions (new and old names) the kernel has (in its BTF
 //! for fentry, as a kallsyms text symbol for kprobes), whether a program on each one loads
-//! (`doctor`), and the streaming set the live source polls. Lockdown (confidentiality)
+//! (`doctor`), and the streaming set the live source polls (the RT class's push and pull
+//! functions among them, where the kernel has them). Lockdown (confidentiality)
 //! refuses both kinds; the QEMU lab kernels accept both.
 
 use super::skel::balancer::{BalancerSkel, BalancerSkelBuilder};
@@ -24,6 +25,12 @@ pub const HOOKS: &[(&str, &str)] = &[
     ("newidle_balance", "newidle balance (before 6.10)"),
     ("detach_task", "the task a balance moves"),
     ("active_load_balance_cpu_stop", "active balance"),
+    ("push_rt_task", "RT push (optional: RT push/pull calls)"),
+    ("pull_rt_task", "RT pull (optional: RT push/pull calls)"),
+    (
+        "rto_push_irq_work_func",
+        "RT push at another CPU's request (optional)",
+    ),
 ];
 
 /// Outcome of one hook.
@@ -52,7 +59,13 @@ impl<'b> Targets<'b> {
         let wanted: HashSet<&str> = HOOKS
             .iter()
             .map(|(f, _)| *f)
-            .chain(STREAMS.iter().chain(ORIGINS).map(|(_, f)| *f))
+            .chain(
+                STREAMS
+                    .iter()
+                    .chain(ORIGINS)
+                    .chain(RT_CALLS)
+                    .map(|(_, f)| *f),
+            )
             .collect();
         let symbols = std::fs::read_to_string("/proc/kallsyms")
             .map(|s| text_symbols(&s, &wanted))
@@ -205,6 +218,17 @@ pub const ORIGINS: &[(&str, &str)] = &[
     ("lb_active_exit", "active_load_balance_cpu_stop"),
 ];
 
+/// The programs on the RT class's push and pull code (one record per call, entry to exit):
+/// each function's pair is loaded where the kernel has the function; none is required.
+pub const RT_CALLS: &[(&str, &str)] = &[
+    ("rt_push_entry", "push_rt_task"),
+    ("rt_push_exit", "push_rt_task"),
+    ("rt_pull_entry", "pull_rt_task"),
+    ("rt_pull_exit", "pull_rt_task"),
+    ("rt_irq_work_entry", "rto_push_irq_work_func"),
+    ("rt_irq_work_exit", "rto_push_irq_work_func"),
+];
+
 /// The program of `kind` for an `lb_*` (fentry) program: the kprobe set names them `kp_*`.
 pub fn program(kind: HookKind, fentry_name: &str) -> String {
     match kind {
@@ -243,6 +267,7 @@ pub fn load_streams<'o>(
     if origin_on {
         present.extend(ORIGINS.iter().filter(|(_, f)| has(f)).map(|(p, _)| *p));
     }
+    present.extend(RT_CALLS.iter().filter(|(_, f)| has(f)).map(|(p, _)| *p));
     let progs: Vec<String> = present.iter().map(|p| program(kind, p)).collect();
     let mut open = BalancerSkelBuilder::default()
         .open(obj)
@@ -271,6 +296,7 @@ pub fn load_streams<'o>(
     let mut funcs: Vec<String> = STREAMS
         .iter()
         .chain(ORIGINS)
+        .chain(RT_CALLS)
         .filter(|(p, _)| present.contains(p))
         .map(|(_, f)| f.to_string())
         .collect();
@@ -318,7 +344,7 @@ ffffffffc0000000 t find_busiest_group\t[some_module]
             .progs()
             .filter_map(|p| p.name().to_str().map(str::to_string))
             .collect();
-        for (p, _) in STREAMS.iter().chain(ORIGINS) {
+        for (p, _) in STREAMS.iter().chain(ORIGINS).chain(RT_CALLS) {
             for kind in [HookKind::Fentry, HookKind::Kprobe] {
                 let name = program(kind, p);
                 assert!(
