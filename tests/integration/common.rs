@@ -27,6 +27,12 @@ pub fn example(name: &str) -> Command {
     Command::new(path)
 }
 
+/// The machine's CPUs to this test alone, as the live tests have them: for a test whose
+/// workload's timing needs every CPU (it waits while a live test runs its load).
+pub fn cpus_to_myself() -> MutexGuard<'static, ()> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Whether live BPF tests can run. In CI (`CI=true`) a machine without BPF is a failure.
 pub fn live_guard() -> Option<MutexGuard<'static, ()>> {
     let root = euid_is_root();

@@ -2,7 +2,7 @@
 //! recording reported as JSON, and the findings checked against what the scenario is built
 //! for. Findings are about the whole machine, so the checks look at the workload's own tasks.
 
-use crate::common::{example, lbscope, live_guard, Tracer, Workload};
+use crate::common::{cpus_to_myself, example, lbscope, live_guard, Tracer, Workload};
 use std::time::Duration;
 
 /// Records while `wl` runs, then returns every JSON snapshot of `report FILE --json`.
@@ -164,7 +164,9 @@ fn wakeup_storm_raises_busy_wakeups() {
 #[test]
 fn bulk_synchronous_spin_reports_its_steps() {
     // The lab's group-imbalance job: every worker does 2 ms of CPU per step, then waits at
-    // the barrier; all agree on the number of steps.
+    // the barrier; all agree on the number of steps. Its steps count CPU time: no live
+    // test's load may share the CPUs meanwhile.
+    let _cpus = cpus_to_myself();
     let o = example("spin")
         .args(["--threads", "2", "--step-ms", "2", "--duration-ms", "300"])
         .output()
