@@ -61,7 +61,9 @@ fn prometheus_stores_what_perf_and_runqlat_count() {
     // microseconds up, all in threads named `comm`.
     let mut wl_cmd = example("wakeup_storm");
     wl_cmd.args(["--comm", &comm, "--workers", "6", "--think-us", "500"]);
-    wl_cmd.args(["--duration-ms", "3000"]);
+    // A 1 ms pause between rounds lets CPUs go idle, so wakeups and newly idle
+    // balancing move tasks: 230-338 migrations in 3 s here, against 16-118 with none.
+    wl_cmd.args(["--duration-ms", "3000", "--interval-us", "1000"]);
     let mut wl = Workload::start(wl_cmd);
     let pid = wl.pid.to_string();
 
