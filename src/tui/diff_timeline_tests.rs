@@ -172,3 +172,50 @@ fn a_shorter_run_says_the_cursor_is_past_its_end() {
     );
     assert!(!side_of(&scr, 1 - short)[0].contains("past this run's end"));
 }
+
+#[test]
+fn two_hundred_fifty_six_cpus_fold_by_llc_on_both_sides() {
+    use super::timeline_tests::{app_of, big, story, story_cpu0, MS, T0};
+    // The timeline tests' story (CPU 0: 2 waiting from 3 to 5 ms, CPU 200 pulls at 7 ms)
+    // on a 256-CPU topology, the same run on both sides.
+    let single = app_of(big(), &story(200));
+    let snaps: Vec<Snapshot> = single.history.iter().cloned().collect();
+    let sum = |l: &str| RunSummary::from_snapshots(&snaps, l, RunMeta::default());
+    let mut app = App::for_diff(crate::diff::diff(&sum("a"), &sum("b")), big());
+    let start_ns = snaps[0].t_start_ns;
+    let side = |label: &str| super::diff_timeline::DiffSide {
+        label: label.into(),
+        timeline: single.timeline.clone().unwrap(),
+        topo: big(),
+        start_ns,
+        end_ns: snaps.last().unwrap().t_end_ns,
+    };
+    app.diff_timelines = Some(Box::new(DiffTimelines {
+        sides: [side("baseline: a"), side("new: b")],
+        offset_ns: Some(T0 + 4 * MS + MS / 2 - start_ns),
+    }));
+    app.handle(Action::NextView);
+    app.tl.zoom = ZOOMS_NS.iter().position(|&z| z == MS).unwrap();
+    // The cursor's cell and the two before it, in ms from the story's T0.
+    let end = start_ns + (T0 + 4 * MS + MS / 2 - start_ns + 1).div_ceil(MS) * MS;
+    let ms = |t: u64| (t as f64 - T0 as f64) / MS as f64;
+    let want: Vec<char> = (0..3)
+        .rev()
+        .map(|k| story_cpu0(ms(end - (k + 1) * MS), ms(end - k * MS)))
+        .collect();
+    assert_eq!(want, ['1', '2', '2']);
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        assert!(scr.iter().all(|l| l.chars().count() <= w as usize));
+        for i in 0..2 {
+            let lines = side_of(&scr, i);
+            assert!(lines[0].contains("of 16"), "{}", scr.join("\n"));
+            let row = lines
+                .iter()
+                .find(|l| l.starts_with("+llc 0-15 "))
+                .unwrap_or_else(|| panic!("side {i}:\n{}", scr.join("\n")));
+            let cells: Vec<char> = row.trim_end().chars().collect();
+            assert_eq!(cells[cells.len() - 3..], want[..], "side {i}: {row}");
+        }
+    }
+}

@@ -19,9 +19,9 @@ use ratatui::Terminal;
 use std::path::PathBuf;
 
 const SIZES: [(u16, u16); 2] = [(80, 24), (132, 40)];
-const MS: u64 = 1_000_000;
+pub(super) const MS: u64 = 1_000_000;
 /// Event times start here, so that every window has room before it.
-const T0: u64 = 1_000_000_000;
+pub(super) const T0: u64 = 1_000_000_000;
 
 fn render(app: &App, w: u16, h: u16) -> Vec<String> {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
@@ -56,7 +56,7 @@ fn rows_label_width(screen: &[String]) -> usize {
 }
 
 /// An app over events built in code, its timeline and snapshots from the real analyzer.
-fn app_of(topo: Topology, events: &[Event]) -> App {
+pub(super) fn app_of(topo: Topology, events: &[Event]) -> App {
     let mut a = analyzer(topo.clone(), LONG);
     let mut tl = Timeline::new(topo.nr_cpus, WINDOW_NS);
     let mut snaps = Vec::new();
@@ -76,7 +76,7 @@ fn app_of(topo: Topology, events: &[Event]) -> App {
 /// preempted by 11 at 5 ms (still 2: 10 and 12); 11 sleeps at 6 ms (1: 12); the periodic
 /// balancer pulls 12 to CPU 1 at 7 ms; 10 sleeps at 9 ms. CPU 1 idles until 12 runs at
 /// 7.5 ms.
-fn story(cpu1: u32) -> Vec<Event> {
+pub(super) fn story(cpu1: u32) -> Vec<Event> {
     let t = |ms: f64| T0 + (ms * MS as f64) as u64;
     vec![
         switch(t(1.0), 0, 0, 0, 10),
@@ -94,7 +94,7 @@ fn story(cpu1: u32) -> Vec<Event> {
 }
 
 /// What the story says CPU 0 held in `[a, b)` ms: the most waiting, else running or idle.
-fn story_cpu0(a: f64, b: f64) -> char {
+pub(super) fn story_cpu0(a: f64, b: f64) -> char {
     let pieces = [
         (1.0, 2.0, '█'),
         (2.0, 3.0, '1'),
@@ -193,7 +193,7 @@ fn zoom_scroll_and_seek_keys() {
 }
 
 /// 256 CPUs: SMT pairs, LLCs of 16, two packages (NUMA nodes) of 128.
-fn big() -> Topology {
+pub(super) fn big() -> Topology {
     Topology::synthetic(
         &[
             (LevelKind::Smt, "SMT", 2),
