@@ -426,8 +426,11 @@ def check_goals(scenario, out):
         if l["searches"] < MIN_SEARCHES:
             continue
         if l["kappa"] is not None and l["kappa"] < KAPPA_GOAL:
-            msgs.append((f"{name}: kappa {l['kappa']:.3f} over {l['searches']} searches is "
-                         f"under {KAPPA_GOAL}", l["searches"]))
+            # Kappa is decided by the kernel's rarer verdict: over 1,431 SMT searches of which
+            # the kernel found 13 imbalanced, five misses move it from 1.0 to 0.76.
+            rare = min(l["kernel_imbalanced"], l["searches"] - l["kernel_imbalanced"])
+            msgs.append((f"{name}: kappa {l['kappa']:.3f} over {l['searches']} searches "
+                         f"({rare} of the kernel's rarer verdict) is under {KAPPA_GOAL}", rare))
         if l["kernel_imbalanced"] >= MIN_CLASS and l["recall"] < RECALL_GOAL:
             msgs.append((f"{name}: recall {l['recall']:.3f} of {l['kernel_imbalanced']} "
                          f"kernel imbalances is under {RECALL_GOAL}", l["kernel_imbalanced"]))
