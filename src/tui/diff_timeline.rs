@@ -90,14 +90,10 @@ pub fn handle(app: &mut App, a: Action) -> bool {
             };
             return true;
         }
+        // The app's topology is the baseline's: its rows decide groups; the new side has
+        // the same rows when the topologies match, and clamps the selection when not.
         Action::Up | Action::Down | Action::Fold | Action::Enter => {
-            // The baseline's rows decide groups; the same rows exist on the new side when
-            // the topologies match, and are clamped to its rows when they do not.
-            let topo = d.sides[0].topo.clone();
-            let saved = std::mem::replace(&mut app.topo, topo);
-            let r = timeline::handle(app, a);
-            app.topo = saved;
-            return r;
+            return timeline::handle(app, a);
         }
         _ => return false,
     };
