@@ -721,29 +721,6 @@ static __always_inline int emit_rq(const bool btf, __u64 ts, struct rq *rq, __u1
 	return emit_rq_cpu(ts, RD(btf, rq, cpu), kind, v0, v1, v2);
 }
 
-static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
-{
-	struct rq *rq = (void *)ctx[0];
-	__u32 nr = RD(btf, rq, nr_running), cpu;
-	struct rq_state *st;
-
-	if (fold) {
-		/* Exact at 0/1/2 crossings (what idle-while-others-wait needs); larger values
-		 * are sampled: sent at most every nr_sample_ns, a pending one at a later switch. */
-		cpu = RD(btf, rq, cpu);
-		st = bpf_map_lookup_elem(&rqstate, &cpu);
-		if (!st)
-			return 0;
-		st->nr_now = nr;
-		if (nr_class(nr) == nr_class(st->nr_sent) &&
-		    (nr == st->nr_sent || ts - st->nr_sent_ts < nr_sample_ns))
-			return 0;
-		send_nr(ts, cpu, st, nr);
-		return 0;
-	}
-	return emit_rq(btf, ts, rq, LBS_NR_RUNNING, nr, 0, 0);
-}
-
 /* cfs_rq->avg.util_est before 6.9: a struct whose first member is `enqueued`. */
 struct util_est___old {
 	unsigned int enqueued;
@@ -767,6 +744,35 @@ static __always_inline __u32 cfs_util_est(const bool btf, struct cfs_rq *cfs)
 	else
 		est = RD(btf, cfs, avg.util_est);
 	return est & 0x7fffffff;
+}
+
+static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
+{
+	struct rq *rq = (void *)ctx[0];
+	__u32 nr = RD(btf, rq, nr_running), cpu;
+	struct rq_state *st;
+
+	if (fold) {
+		/* Exact at 0/1/2 crossings (what idle-while-others-wait needs); larger values
+		 * are sampled: sent at most every nr_sample_ns, a pending one at a later switch. */
+		cpu = RD(btf, rq, cpu);
+		st = bpf_map_lookup_elem(&rqstate, &cpu);
+		if (!st)
+			return 0;
+		st->nr_now = nr;
+		if (nr_class(nr) == nr_class(st->nr_sent) &&
+		    (nr == st->nr_sent || ts - st->nr_sent_ts < nr_sample_ns))
+			return 0;
+		send_nr(ts, cpu, st, nr);
+		return 0;
+	}
+	/* The root cfs_rq's util_est rides along: the kernel adds and removes a task's estimate
+	 * at its enqueue and dequeue, just before nr_running changes, and no PELT update says so
+	 * (the balancer reads it the moment after). */
+	return emit_rq(btf, ts, rq, LBS_NR_RUNNING, nr,
+		       LBS_UTIL_EST_SENT |
+			       cfs_util_est(btf, &rq->cfs),
+		       0);
 }
 
 static __always_inline int h_pelt_cfs(const bool btf, __u64 ts, __u64 *ctx)

@@ -173,8 +173,14 @@ pub enum EventKind {
         reason: Reason,
         frames: Vec<String>,
     },
-    /// `sched_update_nr_running_tp`: the exact `nr_running` of `rq_cpu`, after the change.
-    NrRunning { rq_cpu: u32, nr_running: u32 },
+    /// `sched_update_nr_running_tp`: the exact `nr_running` of `rq_cpu`, after the change,
+    /// and the root cfs_rq's `util_est` at that moment (the kernel adds or removes the task's
+    /// estimate just before; `None` where not read: older recordings, folded mode).
+    NrRunning {
+        rq_cpu: u32,
+        nr_running: u32,
+        util_est: Option<u64>,
+    },
     /// `pelt_cfs_tp` on a root cfs_rq (rate-limited per CPU): the CPU's CFS load, runnable and
     /// util averages, and `util_est` (the estimated utilization the balancer takes when it is
     /// higher than `util_avg`; `None` in recordings made before it was recorded).

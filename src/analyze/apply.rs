@@ -28,8 +28,13 @@ impl Analyzer {
             EventKind::Wakeup { pid, target_cpu } => {
                 self.on_wakeup(ts, *pid, *target_cpu, true);
             }
-            EventKind::NrRunning { rq_cpu, nr_running } => {
+            EventKind::NrRunning {
+                rq_cpu,
+                nr_running,
+                util_est,
+            } => {
                 self.model.nr_running(*rq_cpu, *nr_running);
+                self.model.util_est(*rq_cpu, *util_est);
                 if self.folded {
                     self.refresh_queued(*rq_cpu);
                 }

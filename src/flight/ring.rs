@@ -271,6 +271,7 @@ mod tests {
                 EventKind::NrRunning {
                     rq_cpu: 1,
                     nr_running: 3,
+                    util_est: None,
                 },
             ),
             at(
@@ -311,7 +312,8 @@ mod tests {
             e.kind,
             EventKind::NrRunning {
                 rq_cpu: 1,
-                nr_running: 3
+                nr_running: 3,
+                util_est: None,
             }
         )));
     }

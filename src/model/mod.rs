@@ -358,7 +358,14 @@ impl<X: TaskExt> Model<X> {
             EventKind::Wakeup { pid, target_cpu } => {
                 self.woken(t, *pid, *target_cpu);
             }
-            EventKind::NrRunning { rq_cpu, nr_running } => self.nr_running(*rq_cpu, *nr_running),
+            EventKind::NrRunning {
+                rq_cpu,
+                nr_running,
+                util_est,
+            } => {
+                self.nr_running(*rq_cpu, *nr_running);
+                self.util_est(*rq_cpu, *util_est);
+            }
             EventKind::Pelt {
                 rq_cpu,
                 load_avg,
@@ -456,6 +463,15 @@ impl<X: TaskExt> Model<X> {
             c.util = util;
             c.pelt_seen = true;
             c.util_est = util_est.unwrap_or(0);
+        }
+    }
+
+    /// The root cfs_rq's util_est of `rq_cpu` as an `NrRunning` carries it (nothing when it
+    /// does not): the newest figure, until the next `Pelt` or `NrRunning` of that CPU.
+    #[inline]
+    pub fn util_est(&mut self, rq_cpu: u32, util_est: Option<u64>) {
+        if let (Some(e), Some(c)) = (util_est, self.cpu_mut(rq_cpu)) {
+            c.util_est = e;
         }
     }
 

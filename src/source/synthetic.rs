@@ -153,6 +153,7 @@ impl Generator {
             EventKind::NrRunning {
                 rq_cpu: cpu as u32,
                 nr_running: n,
+                util_est: None,
             },
         );
     }

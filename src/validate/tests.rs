@@ -77,6 +77,7 @@ fn nr(ts: u64, cpu: u32, n: u32) -> Event {
         kind: EventKind::NrRunning {
             rq_cpu: cpu,
             nr_running: n,
+            util_est: None,
         },
     }
 }

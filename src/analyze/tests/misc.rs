@@ -89,6 +89,7 @@ fn out_of_order_timestamps_do_not_panic() {
             EventKind::NrRunning {
                 rq_cpu: 9_999,
                 nr_running: 1,
+                util_est: None,
             },
         ),
         switch(0, 4_000_000, 0, 1, 5),
@@ -318,6 +319,7 @@ fn cpu_table_at_interval_end() {
                 EventKind::NrRunning {
                     rq_cpu: 0,
                     nr_running: 2,
+                    util_est: None,
                 },
             ),
             ev(

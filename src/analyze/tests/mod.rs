@@ -107,7 +107,15 @@ pub fn exit(ts: u64, pid: Pid, tgid: Pid) -> Event {
 
 /// `sched_update_nr_running_tp`: `rq_cpu`'s nr_running, seen on that CPU.
 pub fn nr(ts: u64, rq_cpu: u32, nr_running: u32) -> Event {
-    ev(ts, rq_cpu, EventKind::NrRunning { rq_cpu, nr_running })
+    ev(
+        ts,
+        rq_cpu,
+        EventKind::NrRunning {
+            rq_cpu,
+            nr_running,
+            util_est: None,
+        },
+    )
 }
 
 pub fn clock(ts: u64) -> Event {

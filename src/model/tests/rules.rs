@@ -327,3 +327,115 @@ fn a_remote_wakeup_on_its_way_makes_its_target_busy() {
         assert_eq!(pull(&m).0, vec![3, 4, 2, 4], "{rules:?}");
     }
 }
+
+/// util_est as `NrRunning` carries it decides a NUMA group overloaded (the 4-node
+/// group-imbalance lab runs): node 12-15 runs 6 tasks on 4 CPUs whose sampled PELT says
+/// util_avg 737 and runnable_avg 338 each, as right after the job's threads leave its barrier
+/// together. group_is_overloaded (fair.c, 6.1 and 6.12 alike): 6 > 4, then
+/// `capacity * 100 < util * imbalance_pct`: 4096·100 = 409,600 against 2,948·117 = 344,916,
+/// no; `capacity * imbalance_pct < runnable * 100`: 479,232 against 135,200, no; so has_spare,
+/// and with prefer_sibling the pull is by task count. The enqueues added each task's estimate
+/// to the root cfs_rq's util_est before nr_running changed: 950 per CPU makes group_util 3,800
+/// (cpu_util_cfs takes max(util_avg, util_est)), 444,600 > 409,600: overloaded, and a has_spare
+/// local group facing an overloaded busiest one outside an LLC pulls by utilization
+/// (calculate_imbalance: migrate_util, imbalance = max(local capacity, local util) - local
+/// util).
+#[test]
+fn util_est_carried_by_nr_running_makes_a_node_overloaded() {
+    use crate::analyze::tests::{ev, nr, switch};
+    use crate::event::{CpuIdleType, EventKind, MigrationType};
+    use crate::model::{Model, ModelConfig};
+    let topo = Topology::synthetic(
+        &[(LevelKind::Llc, "MC", 4), (LevelKind::Numa, "NUMA", 16)],
+        16,
+    );
+    let pelt = |cpu: u32, util: u64, runnable: u64| {
+        ev(
+            3,
+            cpu,
+            EventKind::Pelt {
+                rq_cpu: cpu,
+                load_avg: 20,
+                runnable_avg: runnable,
+                util_avg: util,
+                util_est: None,
+            },
+        )
+    };
+    for rules in [ModelRules::V6_1, ModelRules::V6_6Plus] {
+        let config = ModelConfig {
+            rules,
+            ..ModelConfig::default()
+        };
+        let mut m = Model::new(&topo, config);
+        for c in 0..16 {
+            m.push(&switch(1, c, 0, 0, 0));
+            m.push(&pelt(c, 100, 100));
+        }
+        // Node 0-3: a task per CPU; node 8-11: CPU 9 busy, CPU 8 pulls; node 12-15: 2+2+1+1.
+        let queued = [
+            (0, 1),
+            (1, 1),
+            (2, 1),
+            (3, 1),
+            (9, 1),
+            (12, 2),
+            (13, 2),
+            (14, 1),
+            (15, 1),
+        ];
+        for (i, &(c, n)) in queued.iter().enumerate() {
+            m.push(&switch(2, c, 0, 0, 100 + i as u32));
+            m.push(&nr(2, c, n));
+        }
+        for c in 0..4 {
+            m.push(&pelt(c, 500, 500));
+        }
+        m.push(&pelt(9, 400, 400));
+        for c in 12..16 {
+            m.push(&pelt(c, 737, 338));
+        }
+        let pull = |m: &Model| {
+            let p = m.decide_at(8, 16, CpuIdleType::Idle).unwrap();
+            let b = p.decision.busiest.expect("a busiest group");
+            (
+                p.groups[b].cpus.to_string(),
+                p.groups[b].group_type.name(),
+                p.groups[b].util,
+                p.decision.migration_type,
+            )
+        };
+        assert_eq!(
+            pull(&m),
+            ("12-15".into(), "has_spare", 2948, Some(MigrationType::Task)),
+            "{rules:?}"
+        );
+        for (c, n) in [(12, 2), (13, 2), (14, 1), (15, 1)] {
+            m.push(&ev(
+                4,
+                c,
+                EventKind::NrRunning {
+                    rq_cpu: c,
+                    nr_running: n,
+                    util_est: Some(950),
+                },
+            ));
+        }
+        let (cpus, group_type, util, migration_type) = pull(&m);
+        assert_eq!(
+            (cpus.as_str(), group_type, util, migration_type),
+            ("12-15", "overloaded", 3800, Some(MigrationType::Util)),
+            "{rules:?}"
+        );
+        let p = m.decide_at(8, 16, CpuIdleType::Idle).unwrap();
+        let local = &p.groups[p.local];
+        assert_eq!(
+            p.decision.imbalance,
+            local.capacity.max(local.util) - local.util,
+            "{rules:?}"
+        );
+        // An NrRunning without util_est (older recordings, folded mode) keeps the last figure.
+        m.push(&nr(5, 12, 2));
+        assert_eq!(pull(&m).3, Some(MigrationType::Util), "{rules:?}");
+    }
+}

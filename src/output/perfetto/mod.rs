@@ -164,7 +164,9 @@ impl<W: Write> PerfettoWriter<W> {
                 let m = (*pid, *src_cpu, *dst_cpu);
                 self.migration(ts, m, *reason, source, *stack_id);
             }
-            EventKind::NrRunning { rq_cpu, nr_running } => {
+            EventKind::NrRunning {
+                rq_cpu, nr_running, ..
+            } => {
                 self.tracks
                     .nr_running(ts, *rq_cpu, *nr_running, &mut self.out);
             }

@@ -122,7 +122,15 @@ fn task(pid: Pid, tgid: Pid, comm: &str) -> Event {
 }
 
 fn nr(ts: u64, rq_cpu: u32, nr_running: u32) -> Event {
-    ev(ts, rq_cpu, EventKind::NrRunning { rq_cpu, nr_running })
+    ev(
+        ts,
+        rq_cpu,
+        EventKind::NrRunning {
+            rq_cpu,
+            nr_running,
+            util_est: None,
+        },
+    )
 }
 
 fn export(topo: &Topology, events: &[Event]) -> Vec<u8> {

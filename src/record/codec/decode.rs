@@ -170,9 +170,14 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
             }
             EventKind::Stack { id, reason, frames }
         }
-        K_NR_RUNNING => EventKind::NrRunning {
+        K_NR_RUNNING | K_NR_RUNNING_EST => EventKind::NrRunning {
             rq_cpu: c.u32()?,
             nr_running: c.u32()?,
+            util_est: if tag == K_NR_RUNNING_EST {
+                Some(c.varint()?)
+            } else {
+                None
+            },
         },
         K_PELT | K_PELT_EST => EventKind::Pelt {
             rq_cpu: c.u32()?,

@@ -13,7 +13,8 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
         EventKind::WakeupNew { .. } => K_WAKEUP_NEW,
         EventKind::Migrate { .. } => K_MIGRATE,
         EventKind::Stack { .. } => K_STACK,
-        EventKind::NrRunning { .. } => K_NR_RUNNING,
+        EventKind::NrRunning { util_est: None, .. } => K_NR_RUNNING,
+        EventKind::NrRunning { .. } => K_NR_RUNNING_EST,
         EventKind::Pelt { util_est: None, .. } => K_PELT,
         EventKind::Pelt { .. } => K_PELT_EST,
         EventKind::Capacity { .. } => K_CAPACITY,
@@ -93,9 +94,16 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
                 put_str(out, f);
             }
         }
-        EventKind::NrRunning { rq_cpu, nr_running } => {
+        EventKind::NrRunning {
+            rq_cpu,
+            nr_running,
+            util_est,
+        } => {
             v(out, *rq_cpu);
             v(out, *nr_running);
+            if let Some(e) = util_est {
+                put_varint(out, *e);
+            }
         }
         EventKind::Pelt {
             rq_cpu,

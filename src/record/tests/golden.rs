@@ -198,6 +198,7 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
                 EventKind::NrRunning {
                     rq_cpu: c,
                     nr_running: nr[c as usize],
+                    util_est: None,
                 },
             ));
             continue;
@@ -248,6 +249,7 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
             EventKind::NrRunning {
                 rq_cpu: target,
                 nr_running: nr[target as usize],
+                util_est: None,
             },
         ));
         let lat = 5_000 + rng.below(2_000_000);

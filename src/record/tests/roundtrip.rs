@@ -70,6 +70,7 @@ fn edge_events() -> Vec<Event> {
         EventKind::NrRunning {
             rq_cpu: m,
             nr_running: m,
+            util_est: None,
         },
         EventKind::Pelt {
             rq_cpu: 3,
@@ -351,6 +352,7 @@ fn stream(n: usize) -> Vec<Event> {
                 _ => EventKind::NrRunning {
                     rq_cpu: cpu,
                     nr_running: (x % 5) as u32,
+                    util_est: None,
                 },
             };
             Event {

@@ -12,6 +12,9 @@ use crate::event::{
 use crate::reason::{classify_frames, Resolver, StackClass};
 use std::collections::HashMap;
 
+/// `LBS_UTIL_EST_SENT` of lbscope.h: an `LBS_NR_RUNNING` record's v1 holds util_est.
+const UTIL_EST_SENT: u64 = 1 << 32;
+
 /// Reads a `T` from the front of `data`, or `None` when the record is too short.
 fn read<T: Copy>(data: &[u8]) -> Option<T> {
     if data.len() < std::mem::size_of::<T>() {
@@ -101,6 +104,7 @@ impl Decoder {
             t::lbs_kind::LBS_NR_RUNNING => read::<t::lbs_rq>(data).map(|r| EventKind::NrRunning {
                 rq_cpu: r.rq_cpu,
                 nr_running: r.v0 as u32,
+                util_est: (r.v1 & UTIL_EST_SENT != 0).then_some(r.v1 & 0xffff_ffff),
             }),
             // v2: util_avg in the low 32 bits, util_est in the high ones.
             t::lbs_kind::LBS_PELT => read::<t::lbs_rq>(data).map(|r| EventKind::Pelt {
