@@ -18,6 +18,10 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+#ifndef EEXIST
+#define EEXIST 17 /* bpf_get_stackid: the stack's bucket holds another stack */
+#endif
+
 /* p->field, CO-RE relocated either way: a direct load where p is a BTF-typed pointer (tp_btf),
  * a probe read where it is not (raw_tp). `btf` is a constant in every program. */
 #define RD(btf, p, field) ((btf) ? (p)->field : BPF_CORE_READ(p, field))
@@ -46,6 +50,7 @@ const volatile __s64 nr_cpus = 1;
 struct lbs_switch _lbs_switch = {};
 struct lbs_wake _lbs_wake = {};
 struct lbs_migrate _lbs_migrate = {};
+struct lbs_migrate_frames _lbs_migrate_frames = {};
 struct lbs_rq _lbs_rq = {};
 struct lbs_softirq _lbs_softirq = {};
 struct lbs_numa _lbs_numa = {};
@@ -675,27 +680,43 @@ static __always_inline int h_migrate(const bool btf, __u64 ts, __u64 *ctx)
 	struct lbs_migrate *e;
 	__u32 zero = 0, flags = 0;
 	struct cpu_ctx *c;
+	long stack_id;
 	char comm[16];
 
 	if (src == dst)
 		return 0;
 	/* A sleeping task's first sighting can be the move of its wakeup: name it first. */
 	note_task(btf, ts, p, false);
-	e = reserve(sizeof(*e), LBS_MIGRATE, ts);
-	if (!e)
-		return 0;
-	e->pid = RD(btf, p, pid);
-	e->src_cpu = src;
-	e->dst_cpu = dst;
 	/* A task in TASK_WAKING is being placed by try_to_wake_up: the state alone says so
 	 * (the kernel's own test in migrate_task_rq_fair), and a wakeup's stack walk is most
 	 * of what migrations cost. Every other move is named by its stack. */
 	if (task_state_of(btf, p) == TASK_WAKING) {
 		flags |= LBS_MF_WAKING | LBS_MF_NO_STACK;
-		e->stack_id = -1;
+		stack_id = -1;
 	} else {
-		e->stack_id = bpf_get_stackid(ctx, &stacks, 0);
+		stack_id = bpf_get_stackid(ctx, &stacks, 0);
 	}
+	if (stack_id == -EEXIST) {
+		/* The stack's bucket holds another stack: send the frames themselves. */
+		struct lbs_migrate_frames *f = reserve(sizeof(*f), LBS_MIGRATE, ts);
+		long n;
+
+		if (!f)
+			return 0;
+		n = bpf_get_stack(ctx, f->ips, sizeof(f->ips), 0);
+		f->nr_frames = n > 0 ? n / sizeof(__u64) : 0;
+		f->pad = 0;
+		flags |= LBS_MF_INLINE_STACK;
+		e = &f->m;
+	} else {
+		e = reserve(sizeof(*e), LBS_MIGRATE, ts);
+		if (!e)
+			return 0;
+	}
+	e->pid = RD(btf, p, pid);
+	e->src_cpu = src;
+	e->dst_cpu = dst;
+	e->stack_id = stack_id;
 	e->policy = RD(btf, p, policy);
 	if (BPF_CORE_READ_BITFIELD_PROBED(p, in_execve))
 		flags |= LBS_MF_IN_EXECVE;

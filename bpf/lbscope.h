@@ -42,6 +42,7 @@ enum lbs_migrate_flags {
 	LBS_MF_CURRENT_IDLE = 16, /* current is the idle task */
 	LBS_MF_WAKING = 32,	  /* the task is TASK_WAKING: a wakeup places it */
 	LBS_MF_NO_STACK = 64,	  /* no stack taken: LBS_MF_WAKING names the reason */
+	LBS_MF_INLINE_STACK = 128, /* the record is an lbs_migrate_frames: the stack is inline */
 };
 
 
@@ -84,6 +85,19 @@ struct lbs_migrate {
 	__s32 stack_id;
 	__u32 flags;
 	__u32 policy;
+};
+
+/* An LBS_MIGRATE record whose stack the stack map could not take: bpf_get_stackid refuses a
+ * stack whose hash bucket holds another one (-EEXIST), for as long as the map lives, so every
+ * later move by that code path would lose its stack. Its innermost frames come inline instead
+ * (m.flags has LBS_MF_INLINE_STACK, m.stack_id is the error, nr_frames of ips are set). */
+#define LBS_INLINE_FRAMES 48
+
+struct lbs_migrate_frames {
+	struct lbs_migrate m;
+	__u32 nr_frames;
+	__u32 pad;
+	__u64 ips[LBS_INLINE_FRAMES];
 };
 
 /* LBS_NR_RUNNING (v0 = nr_running; v1 = the root cfs_rq's util_est | LBS_UTIL_EST_SENT, or 0

@@ -12,11 +12,14 @@
 //!   thread (`migration/N`, the stop class) while it is woken or running: other RT and DL
 //!   tasks are not told apart from CFS ones;
 //! - util is cpu_util_cfs under UTIL_EST (on by default): max(util_avg, util_est) of the root
-//!   cfs_rq, both from the last `Pelt` event (util_est is `util_est.enqueued` before 6.9),
-//!   clamped to the original capacity, taken as max(1024, capacity). `Pelt` events are
-//!   sampled PELT updates (every 4 ms per CPU, and at once on a step), so util_est may lag an
-//!   enqueue or dequeue; recordings made before util_est was recorded carry none, and util is
-//!   then util_avg alone;
+//!   cfs_rq (util_est is `util_est.enqueued` before 6.9), clamped to the original capacity,
+//!   taken as max(1024, capacity). util_avg comes from the last `Pelt` event, a sampled PELT
+//!   update (every 4 ms per CPU, and at once on a step); util_est from the newer of the last
+//!   `Pelt` and the last `NrRunning`, which carries it (the kernel changes it at each enqueue
+//!   and dequeue, just before nr_running, and no PELT update follows). A dequeue that changes
+//!   no nr_running (6.12's delayed dequeue) is seen at the CPU's next record; folded mode and
+//!   recordings made before util_est was recorded carry less or none (util is then util_avg
+//!   alone);
 //! - sgc->imbalance (group `imbalanced`) and asym packing priorities are never known, so those
 //!   two group types are never produced;
 //! - misfit uses the non-asym-capacity rule only (a single task on a CPU whose capacity is

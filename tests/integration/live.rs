@@ -61,13 +61,14 @@ fn bpftrace_stacks(out: &str) -> Vec<(u32, Vec<String>, u64)> {
     v
 }
 
-/// A gated `wakeup_storm` run traced by lbscope (`--comm`) and one reference tool.
-/// Returns lbscope's final interval, the reference's stdout, and the workload's tids.
+/// A gated `wakeup_storm` run traced by lbscope (`--comm`, with `env` set) and one reference
+/// tool. Returns lbscope's final interval, the reference's stdout, and the workload's tids.
 fn migration_run(
     comm: &str,
     reference: Command,
     ready: Option<&str>,
     settle: Duration,
+    env: &[(&str, &str)],
 ) -> (Value, String, HashSet<u32>) {
     // Message threads waking workers that think: wakeup placements, periodic, nohz and
     // newidle balancing all move them on two CPUs.
@@ -78,12 +79,9 @@ fn migration_run(
     wl_cmd.args(["--duration-ms", "3000", "--interval-us", "1000"]);
     let mut wl = Workload::start(wl_cmd);
     let reference = Tracer::start("reference", reference, ready, settle);
-    let lbs = Tracer::start(
-        "lbscope",
-        report_cmd(&["-i", "3600", "--comm", comm]),
-        Some("tracing"),
-        Duration::ZERO,
-    );
+    let mut lbs_cmd = report_cmd(&["-i", "3600", "--comm", comm]);
+    lbs_cmd.envs(env.iter().copied());
+    let lbs = Tracer::start("lbscope", lbs_cmd, Some("tracing"), Duration::ZERO);
     wl.go_and_wait(Duration::from_secs(60));
     std::thread::sleep(Duration::from_millis(300));
     let (ok, out, err) = lbs.interrupt();
@@ -139,7 +137,7 @@ fn migrations_match_perf() {
         "sched:sched_migrate_task",
     ]);
     perf.args(["--filter", &format!("comm == \"{comm}\"")]);
-    let (snap, _, _) = migration_run(&comm, perf, None, Duration::from_secs(1));
+    let (snap, _, _) = migration_run(&comm, perf, None, Duration::from_secs(1), &[]);
     let perf_n = perf_stat_count(&stat_out);
     let total = count_of(&snap, &["migrations", "total"]);
     eprintln!("perf {perf_n}, lbscope {}", snap["migrations"]);
@@ -155,7 +153,27 @@ fn migrations_match_perf() {
 /// user (perf_trace_run_bpf_submit), so perf would undercount beside it.
 #[test]
 fn migration_reasons_match_bpftrace_kstacks() {
-    let Some(_g) = live_guard() else { return };
+    reasons_against_bpftrace(&[]);
+}
+
+/// The same with a stack map of one bucket: bpf_get_stackid refuses every stack but the
+/// first with -EEXIST (a bucket holding another stack), as it does for good on a big map
+/// whose buckets two of a run's stacks share; those moves send their frames inline and keep
+/// their exact reason (without, they would be classified from their context).
+#[test]
+fn migration_reasons_hold_when_the_stack_map_refuses_stacks() {
+    let distinct = reasons_against_bpftrace(&[("LBSCOPE_STACK_MAP_ENTRIES", "1")]);
+    assert!(
+        distinct >= 2,
+        "the run needs two stacks or more to fill a one-bucket map: {distinct}"
+    );
+}
+
+/// Migration reasons of a gated run against bpftrace's kernel stacks, with `env` set for
+/// lbscope; returns how many distinct stacks bpftrace saw for the workload's moves other
+/// than wakeups.
+fn reasons_against_bpftrace(env: &[(&str, &str)]) -> usize {
+    let Some(_g) = live_guard() else { return 0 };
     ensure_tracefs();
     let mut bt = Command::new(require_tool("bpftrace", "bpftrace"));
     bt.args([
@@ -165,15 +183,26 @@ fn migration_reasons_match_bpftrace_kstacks() {
         "tracepoint:sched:sched_migrate_task /args->orig_cpu != args->dest_cpu/ { @m[args->pid, kstack] = count(); }",
     ]);
     let comm = unique_comm("lbsrsn");
-    let (snap, bt_out, tids) =
-        migration_run(&comm, bt, Some("Attaching"), Duration::from_millis(500));
+    let (snap, bt_out, tids) = migration_run(
+        &comm,
+        bt,
+        Some("Attaching"),
+        Duration::from_millis(500),
+        env,
+    );
     // bpftrace's kstacks classified by this test's own table (stack_reason), not lbscope's.
     let mut expected: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut distinct = HashSet::new();
     for (pid, frames, n) in bpftrace_stacks(&bt_out) {
         if !tids.contains(&pid) {
             continue;
         }
-        *expected.entry(stack_reason(&frames)).or_default() += n;
+        let reason = stack_reason(&frames);
+        *expected.entry(reason).or_default() += n;
+        // A waking task's move takes no stack in lbscope (its state names it).
+        if reason != "wakeup" {
+            distinct.insert(frames);
+        }
     }
     let bt_total: u64 = expected.values().sum();
     eprintln!(
@@ -204,6 +233,7 @@ fn migration_reasons_match_bpftrace_kstacks() {
         o, t,
         "exec, affinity and NUMA moves: lbscope vs bpftrace kstack"
     );
+    distinct.len()
 }
 
 /// Stacks whose move the per-CPU stopper made for a caller it does not show (exec, an

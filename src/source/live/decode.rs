@@ -12,6 +12,10 @@ use crate::event::{
 use crate::reason::{classify_frames, Resolver, StackClass};
 use std::collections::HashMap;
 
+/// The first id given to a stack that came inline (`LBS_MF_INLINE_STACK`): above any id of the
+/// kernel's stack map (its size, 16,384), so the two never meet in a recording.
+const INLINE_STACK_IDS: u32 = 1 << 31;
+
 /// `LBS_UTIL_EST_SENT` of lbscope.h: an `LBS_NR_RUNNING` record's v1 holds util_est.
 const UTIL_EST_SENT: u64 = 1 << 32;
 
@@ -39,6 +43,9 @@ fn comm_str(c: &[std::ffi::c_char]) -> String {
 pub struct Decoder {
     kallsyms: Kallsyms,
     stacks: HashMap<u32, StackClass>,
+    /// Stacks that came inline (the stack map's bucket was taken), by their addresses: the id
+    /// each was given, from [`INLINE_STACK_IDS`] on.
+    inline_stacks: HashMap<Vec<u64>, u32>,
     resolver: Resolver,
     cgroups: CgroupNames,
     /// Records that did not parse (wrong length or kind): a bug, shown by `doctor`/reports.
@@ -51,6 +58,7 @@ impl Decoder {
         Decoder {
             kallsyms,
             stacks: HashMap::new(),
+            inline_stacks: HashMap::new(),
             resolver: Resolver::new(),
             cgroups: CgroupNames::new(),
             malformed: 0,
@@ -95,8 +103,21 @@ impl Decoder {
                 })
             }
             t::lbs_kind::LBS_MIGRATE => match read::<t::lbs_migrate>(data) {
+                Some(r) if r.flags & t::lbs_migrate_flags::LBS_MF_INLINE_STACK.0 != 0 => {
+                    let Some(f) = read::<t::lbs_migrate_frames>(data) else {
+                        self.malformed += 1;
+                        return;
+                    };
+                    let n = (f.nr_frames as usize).min(f.ips.len());
+                    let addrs = f.ips[..n].to_vec();
+                    let next = INLINE_STACK_IDS + self.inline_stacks.len() as u32;
+                    let id = *self.inline_stacks.entry(addrs.clone()).or_insert(next);
+                    self.migrate(ts_ns, cpu, &r, Some(id), &|_| Some(addrs.clone()), out);
+                    return;
+                }
                 Some(r) => {
-                    self.migrate(ts_ns, cpu, &r, stack, out);
+                    let id = u32::try_from(r.stack_id).ok();
+                    self.migrate(ts_ns, cpu, &r, id, stack, out);
                     return;
                 }
                 None => None,
@@ -234,6 +255,7 @@ impl Decoder {
         ts_ns: u64,
         cpu: u32,
         r: &t::lbs_migrate,
+        stack_id: Option<u32>,
         stack: &dyn Fn(u32) -> Option<Vec<u64>>,
         out: &mut Vec<Event>,
     ) {
@@ -249,9 +271,8 @@ impl Decoder {
         };
         // A waking task's move is a wakeup by its state; no stack was taken.
         let by_state = r.flags & F::LBS_MF_NO_STACK.0 != 0 && ctx.waking;
-        let class = if r.stack_id >= 0 && !by_state {
-            let id = r.stack_id as u32;
-            match self.stacks.get(&id) {
+        let class = match stack_id.filter(|_| !by_state) {
+            Some(id) => match self.stacks.get(&id) {
                 Some(c) => Some(*c),
                 None => stack(id).map(|addrs| {
                     let mut frames: Vec<String> =
@@ -274,9 +295,8 @@ impl Decoder {
                     });
                     class
                 }),
-            }
-        } else {
-            None
+            },
+            None => None,
         };
         let (reason, source, stack_id) = match class {
             _ if by_state => (Reason::Wakeup, ReasonSource::TaskState, None),
@@ -284,7 +304,7 @@ impl Decoder {
                 self.resolver
                     .resolve(c, ts_ns, r.pid, r.src_cpu, r.dst_cpu, &ctx),
                 ReasonSource::Stack,
-                Some(r.stack_id as u32),
+                stack_id,
             ),
             None => (
                 self.resolver
@@ -407,6 +427,72 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    /// A stack the stack map refused (-EEXIST: its bucket holds another stack) comes inline:
+    /// classified from its own frames, named once by an id of its own, and the same frames
+    /// again reuse that id; another inline stack gets the next id.
+    #[test]
+    fn migrate_with_inline_stack_when_the_map_bucket_is_taken() {
+        let syms = "ffffffff81000000 T set_task_cpu\nffffffff81001000 T sched_balance_rq\n\
+                    ffffffff81002000 T _nohz_idle_balance\nffffffff81003000 T sched_balance_newidle\n";
+        let mut d = Decoder::new(Kallsyms::parse(syms.as_bytes()));
+        let mut out = vec![];
+        let frames = |third: u64| {
+            let mut f = t::lbs_migrate_frames {
+                m: t::lbs_migrate {
+                    h: hdr(t::lbs_kind::LBS_MIGRATE, 1),
+                    pid: 7,
+                    src_cpu: 0,
+                    dst_cpu: 1,
+                    stack_id: -17,
+                    flags: t::lbs_migrate_flags::LBS_MF_INLINE_STACK.0
+                        | t::lbs_migrate_flags::LBS_MF_SCHED_SOFTIRQ.0,
+                    policy: 0,
+                },
+                nr_frames: 3,
+                pad: 0,
+                ips: [0; 48],
+            };
+            f.ips[..3].copy_from_slice(&[0xffffffff81000010, 0xffffffff81001010, third]);
+            f
+        };
+        let nohz = bytes(&frames(0xffffffff81002010));
+        let never = |_: u32| -> Option<Vec<u64>> { panic!("the stack map was read") };
+        d.decode(&nohz, &never, &mut out);
+        d.decode(&nohz, &never, &mut out);
+        d.decode(&bytes(&frames(0xffffffff81003010)), &never, &mut out);
+        let kinds: Vec<_> = out.iter().map(|e| &e.kind).collect();
+        assert_eq!(kinds.len(), 5, "{kinds:?}");
+        assert!(
+            matches!(kinds[0], EventKind::Stack { id, reason: Reason::NohzIdleBalance, frames }
+            if *id == INLINE_STACK_IDS && frames.len() == 3)
+        );
+        for k in [kinds[1], kinds[2]] {
+            assert!(
+                matches!(k, EventKind::Migrate {
+                reason: Reason::NohzIdleBalance,
+                source: ReasonSource::Stack,
+                stack_id: Some(id),
+                ..
+            } if *id == INLINE_STACK_IDS),
+                "{k:?}"
+            );
+        }
+        assert!(
+            matches!(kinds[3], EventKind::Stack { id, reason: Reason::NewidleBalance, .. }
+            if *id == INLINE_STACK_IDS + 1)
+        );
+        assert!(matches!(
+            kinds[4],
+            EventKind::Migrate {
+                reason: Reason::NewidleBalance,
+                ..
+            }
+        ));
+        // A record flagged inline but cut short is malformed, not misread.
+        d.decode(&nohz[..nohz.len() - 8], &never, &mut out);
+        assert_eq!((out.len(), d.malformed), (5, 1));
     }
 
     #[test]

@@ -82,6 +82,9 @@ pub struct LiveConfig {
     pub poll_interval: Duration,
     /// Tracepoints to treat as absent (tests of the missing-tracepoint path).
     pub pretend_missing: Vec<String>,
+    /// The stack map's size when not the object's own (16,384; `LBSCOPE_STACK_MAP_ENTRIES`):
+    /// tests fill a tiny map to make bpf_get_stackid refuse stacks.
+    pub stack_map_entries: Option<u32>,
     /// Tracepoints whose records nothing in this run reads: not loaded, so they cost the
     /// traced machine nothing ([`ProbeState::NotNeeded`]).
     pub unneeded: Vec<&'static str>,
@@ -110,6 +113,9 @@ impl Default for LiveConfig {
             pretend_missing: std::env::var("LBSCOPE_PRETEND_MISSING")
                 .map(|s| s.split(',').map(str::to_string).collect())
                 .unwrap_or_default(),
+            stack_map_entries: std::env::var("LBSCOPE_STACK_MAP_ENTRIES")
+                .ok()
+                .and_then(|s| s.parse().ok()),
             unneeded: Vec::new(),
             fold: false,
             fold_tgid: None,
@@ -332,6 +338,12 @@ fn load<'o>(
         .events
         .set_max_entries(cfg.ringbuf_bytes)
         .map_err(|e| SourceError::Load(format!("bad ring buffer size: {e}")))?;
+    if let Some(n) = cfg.stack_map_entries {
+        open.maps
+            .stacks
+            .set_max_entries(n)
+            .map_err(|e| SourceError::Load(format!("sizing the stack map: {e}")))?;
+    }
     if cfg.fold {
         // One wait slot per possible pid (8 bytes each: 32 MiB at the largest pid_max).
         open.maps
