@@ -754,6 +754,22 @@ struct cfs_rq___old {
 	struct sched_avg___old avg;
 };
 
+/* The root cfs_rq's count of CFS tasks before 6.14 (h_nr_queued and h_nr_runnable since). */
+struct cfs_rq___h_nr_running {
+	unsigned int h_nr_running;
+};
+
+/* The CFS tasks the balancer counts on this run queue (update_sg_lb_stats' sum_h_nr_running):
+ * h_nr_runnable since 6.14 (queued less delayed dequeues), h_nr_running before. */
+static __always_inline __u32 cfs_h_nr(const bool btf, struct cfs_rq *cfs)
+{
+	struct cfs_rq___h_nr_running *old = (void *)cfs;
+
+	if (bpf_core_field_exists(cfs->h_nr_runnable))
+		return RD(btf, cfs, h_nr_runnable);
+	return BPF_CORE_READ(old, h_nr_running);
+}
+
 /* The root cfs_rq's estimated utilization (UTIL_AVG_UNCHANGED cleared), either layout. */
 static __always_inline __u32 cfs_util_est(const bool btf, struct cfs_rq *cfs)
 {
@@ -787,13 +803,12 @@ static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
 		send_nr(ts, cpu, st, nr);
 		return 0;
 	}
-	/* The root cfs_rq's util_est rides along: the kernel adds and removes a task's estimate
-	 * at its enqueue and dequeue, just before nr_running changes, and no PELT update says so
-	 * (the balancer reads it the moment after). */
+	/* The root cfs_rq's util_est and CFS task count ride along: the kernel changes both at
+	 * an enqueue or dequeue, just before nr_running, and no PELT update says so (the
+	 * balancer reads them the moment after); the count tells RT and DL tasks apart. */
 	return emit_rq(btf, ts, rq, LBS_NR_RUNNING, nr,
-		       LBS_UTIL_EST_SENT |
-			       cfs_util_est(btf, &rq->cfs),
-		       0);
+		       LBS_UTIL_EST_SENT | cfs_util_est(btf, &rq->cfs),
+		       LBS_UTIL_EST_SENT | cfs_h_nr(btf, &rq->cfs));
 }
 
 static __always_inline int h_pelt_cfs(const bool btf, __u64 ts, __u64 *ctx)

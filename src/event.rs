@@ -174,12 +174,14 @@ pub enum EventKind {
         frames: Vec<String>,
     },
     /// `sched_update_nr_running_tp`: the exact `nr_running` of `rq_cpu`, after the change,
-    /// and the root cfs_rq's `util_est` at that moment (the kernel adds or removes the task's
-    /// estimate just before; `None` where not read: older recordings, folded mode).
+    /// with the root cfs_rq's `util_est` and its count of CFS tasks (`h_nr_running`,
+    /// `h_nr_runnable` since 6.14: what the balancer sums) at that moment; the kernel changes
+    /// both just before. `None` where not read: older recordings, folded mode.
     NrRunning {
         rq_cpu: u32,
         nr_running: u32,
         util_est: Option<u64>,
+        cfs_h_nr_running: Option<u32>,
     },
     /// `pelt_cfs_tp` on a root cfs_rq (rate-limited per CPU): the CPU's CFS load, runnable and
     /// util averages, and `util_est` (the estimated utilization the balancer takes when it is

@@ -32,9 +32,11 @@ impl Analyzer {
                 rq_cpu,
                 nr_running,
                 util_est,
+                cfs_h_nr_running,
             } => {
                 self.model.nr_running(*rq_cpu, *nr_running);
-                self.model.util_est(*rq_cpu, *util_est);
+                self.model
+                    .cfs_state(*rq_cpu, *nr_running, *util_est, *cfs_h_nr_running);
                 if self.folded {
                     self.refresh_queued(*rq_cpu);
                 }

@@ -272,6 +272,7 @@ mod tests {
                     rq_cpu: 1,
                     nr_running: 3,
                     util_est: None,
+                    cfs_h_nr_running: None,
                 },
             ),
             at(
@@ -314,6 +315,7 @@ mod tests {
                 rq_cpu: 1,
                 nr_running: 3,
                 util_est: None,
+                cfs_h_nr_running: None,
             }
         )));
     }

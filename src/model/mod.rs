@@ -109,6 +109,9 @@ struct CpuState {
     current: Option<Pid>,
     /// The CPU's stopper thread is woken or running (it is not a CFS task).
     stopper: bool,
+    /// Tasks of other classes than CFS among `nr_running`, as the last `NrRunning` that
+    /// carried the CFS count said (`None`: not known, and only the stopper is told apart).
+    not_cfs: Option<u32>,
     nr_running: Option<u32>,
     /// Balancer moves into this CPU since its last `NrRunning`: detach_tasks moves a batch
     /// before attach_tasks queues it, so `nr_running` lags by that many.
@@ -143,7 +146,7 @@ impl CpuState {
         let nr = self.nr_running();
         CpuSample {
             nr_running: nr,
-            not_cfs: u32::from(self.stopper),
+            not_cfs: self.not_cfs.unwrap_or(u32::from(self.stopper)),
             load_avg: self.load,
             runnable_avg: self.runnable,
             util_avg: self.util,
@@ -362,9 +365,10 @@ impl<X: TaskExt> Model<X> {
                 rq_cpu,
                 nr_running,
                 util_est,
+                cfs_h_nr_running,
             } => {
                 self.nr_running(*rq_cpu, *nr_running);
-                self.util_est(*rq_cpu, *util_est);
+                self.cfs_state(*rq_cpu, *nr_running, *util_est, *cfs_h_nr_running);
             }
             EventKind::Pelt {
                 rq_cpu,
@@ -466,12 +470,26 @@ impl<X: TaskExt> Model<X> {
         }
     }
 
-    /// The root cfs_rq's util_est of `rq_cpu` as an `NrRunning` carries it (nothing when it
-    /// does not): the newest figure, until the next `Pelt` or `NrRunning` of that CPU.
+    /// What an `NrRunning` of `rq_cpu` carries of its root cfs_rq (nothing when it does not):
+    /// util_est, the newest figure until the next `Pelt` or `NrRunning` of that CPU; and the
+    /// CFS task count, which tells the other classes' tasks among `nr_running` until the next
+    /// `NrRunning` (every enqueue and dequeue, of any class, changes nr_running).
     #[inline]
-    pub fn util_est(&mut self, rq_cpu: u32, util_est: Option<u64>) {
-        if let (Some(e), Some(c)) = (util_est, self.cpu_mut(rq_cpu)) {
+    pub fn cfs_state(
+        &mut self,
+        rq_cpu: u32,
+        nr_running: u32,
+        util_est: Option<u64>,
+        cfs_h_nr_running: Option<u32>,
+    ) {
+        let Some(c) = self.cpu_mut(rq_cpu) else {
+            return;
+        };
+        if let Some(e) = util_est {
             c.util_est = e;
+        }
+        if let Some(h) = cfs_h_nr_running {
+            c.not_cfs = Some(nr_running.saturating_sub(h));
         }
     }
 

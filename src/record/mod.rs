@@ -72,7 +72,8 @@
 //!   22 Schedstat       end:u8 (0 start, 1 end) read_ns:varint text:string
 //!   23 RtCall          func:u8 (0 push_rt_task, 1 pull_rt_task, 2 rto_push_irq_work_func)
 //!                      rq_cpu len_ns (the event's time is the call's entry)
-//!   24 NrRunning + util_est  rq_cpu nr_running util_est (kind 7 without it)
+//!   24 NrRunning + cfs_rq  rq_cpu nr_running fields:u8 (bit0 util_est, bit1 cfs_h_nr_running)
+//!                      then util_est, cfs_h_nr_running as the bits say (kind 7 without both)
 //!   reason codes: 0 wakeup, 1 fork, 2 exec, 3 periodic_balance, 4 nohz_idle_balance,
 //!   5 newidle_balance, 6 active_balance, 7 numa_balancing, 8 affinity, 9 hotplug,
 //!   10 rt_push_pull, 11 dl_push_pull, 12 sched_ext, 13 unknown

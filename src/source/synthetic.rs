@@ -154,6 +154,7 @@ impl Generator {
                 rq_cpu: cpu as u32,
                 nr_running: n,
                 util_est: None,
+                cfs_h_nr_running: None,
             },
         );
     }

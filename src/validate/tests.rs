@@ -78,6 +78,7 @@ fn nr(ts: u64, cpu: u32, n: u32) -> Event {
             rq_cpu: cpu,
             nr_running: n,
             util_est: None,
+            cfs_h_nr_running: None,
         },
     }
 }

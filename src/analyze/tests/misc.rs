@@ -90,6 +90,7 @@ fn out_of_order_timestamps_do_not_panic() {
                 rq_cpu: 9_999,
                 nr_running: 1,
                 util_est: None,
+                cfs_h_nr_running: None,
             },
         ),
         switch(0, 4_000_000, 0, 1, 5),
@@ -320,6 +321,7 @@ fn cpu_table_at_interval_end() {
                     rq_cpu: 0,
                     nr_running: 2,
                     util_est: None,
+                    cfs_h_nr_running: None,
                 },
             ),
             ev(

@@ -114,6 +114,7 @@ pub fn nr(ts: u64, rq_cpu: u32, nr_running: u32) -> Event {
             rq_cpu,
             nr_running,
             util_est: None,
+            cfs_h_nr_running: None,
         },
     )
 }

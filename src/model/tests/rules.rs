@@ -418,6 +418,7 @@ fn util_est_carried_by_nr_running_makes_a_node_overloaded() {
                     rq_cpu: c,
                     nr_running: n,
                     util_est: Some(950),
+                    cfs_h_nr_running: Some(n),
                 },
             ));
         }
@@ -438,4 +439,47 @@ fn util_est_carried_by_nr_running_makes_a_node_overloaded() {
         m.push(&nr(5, 12, 2));
         assert_eq!(pull(&m).3, Some(MigrationType::Util), "{rules:?}");
     }
+}
+
+/// The CFS task count an `NrRunning` carries tells RT and DL tasks apart: update_sg_lb_stats
+/// sums `rq->cfs.h_nr_running` (h_nr_runnable since 6.14) into sum_h_nr_running, beside
+/// `rq->nr_running` into sum_nr_running. CPU 1 runs 3 tasks, 2 of them SCHED_FIFO; without
+/// the count only the stopper would be left out.
+#[test]
+fn cfs_count_carried_by_nr_running_leaves_rt_tasks_out_of_h_nr_running() {
+    use crate::analyze::tests::{ev, nr, switch};
+    use crate::event::{CpuIdleType, EventKind};
+    use crate::model::{Model, ModelConfig};
+    let topo = Topology::synthetic(&[(LevelKind::Llc, "MC", 4)], 4);
+    let mut m = Model::new(&topo, ModelConfig::default());
+    for c in 0..4 {
+        m.push(&switch(1, c, 0, 0, 0));
+    }
+    m.push(&switch(2, 1, 0, 0, 100));
+    m.push(&nr(2, 1, 3));
+    let h = |m: &Model| {
+        let p = m.decide_at(0, 4, CpuIdleType::Idle).unwrap();
+        let g = p.groups.iter().find(|g| g.cpus.contains(1)).unwrap();
+        (g.nr_running, g.h_nr_running)
+    };
+    assert_eq!(h(&m), (3, 3));
+    let carried = |ts: u64, nr_running: u32, cfs: u32| {
+        ev(
+            ts,
+            1,
+            EventKind::NrRunning {
+                rq_cpu: 1,
+                nr_running,
+                util_est: None,
+                cfs_h_nr_running: Some(cfs),
+            },
+        )
+    };
+    m.push(&carried(3, 3, 1));
+    assert_eq!(h(&m), (3, 1));
+    // An RT task leaves: 2 tasks, 1 of them CFS; then a CFS one is queued: 3, 2 of them CFS.
+    m.push(&carried(4, 2, 1));
+    assert_eq!(h(&m), (2, 1));
+    m.push(&carried(5, 3, 2));
+    assert_eq!(h(&m), (3, 2));
 }

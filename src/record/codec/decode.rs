@@ -170,15 +170,25 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
             }
             EventKind::Stack { id, reason, frames }
         }
-        K_NR_RUNNING | K_NR_RUNNING_EST => EventKind::NrRunning {
+        K_NR_RUNNING => EventKind::NrRunning {
             rq_cpu: c.u32()?,
             nr_running: c.u32()?,
-            util_est: if tag == K_NR_RUNNING_EST {
-                Some(c.varint()?)
-            } else {
-                None
-            },
+            util_est: None,
+            cfs_h_nr_running: None,
         },
+        K_NR_RUNNING_CFS => {
+            let (rq_cpu, nr_running) = (c.u32()?, c.u32()?);
+            let f = c.byte()?;
+            if f & !3 != 0 || f == 0 {
+                return bad(format!("bad nr_running field flags {f:#x}"));
+            }
+            EventKind::NrRunning {
+                rq_cpu,
+                nr_running,
+                util_est: if f & 1 != 0 { Some(c.varint()?) } else { None },
+                cfs_h_nr_running: if f & 2 != 0 { Some(c.u32()?) } else { None },
+            }
+        }
         K_PELT | K_PELT_EST => EventKind::Pelt {
             rq_cpu: c.u32()?,
             load_avg: c.varint()?,

@@ -13,8 +13,12 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
         EventKind::WakeupNew { .. } => K_WAKEUP_NEW,
         EventKind::Migrate { .. } => K_MIGRATE,
         EventKind::Stack { .. } => K_STACK,
-        EventKind::NrRunning { util_est: None, .. } => K_NR_RUNNING,
-        EventKind::NrRunning { .. } => K_NR_RUNNING_EST,
+        EventKind::NrRunning {
+            util_est: None,
+            cfs_h_nr_running: None,
+            ..
+        } => K_NR_RUNNING,
+        EventKind::NrRunning { .. } => K_NR_RUNNING_CFS,
         EventKind::Pelt { util_est: None, .. } => K_PELT,
         EventKind::Pelt { .. } => K_PELT_EST,
         EventKind::Capacity { .. } => K_CAPACITY,
@@ -98,11 +102,18 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
             rq_cpu,
             nr_running,
             util_est,
+            cfs_h_nr_running,
         } => {
             v(out, *rq_cpu);
             v(out, *nr_running);
-            if let Some(e) = util_est {
-                put_varint(out, *e);
+            if util_est.is_some() || cfs_h_nr_running.is_some() {
+                out.push(u8::from(util_est.is_some()) | u8::from(cfs_h_nr_running.is_some()) << 1);
+                if let Some(e) = util_est {
+                    put_varint(out, *e);
+                }
+                if let Some(h) = cfs_h_nr_running {
+                    v(out, *h);
+                }
             }
         }
         EventKind::Pelt {

@@ -199,6 +199,7 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
                     rq_cpu: c,
                     nr_running: nr[c as usize],
                     util_est: None,
+                    cfs_h_nr_running: None,
                 },
             ));
             continue;
@@ -250,6 +251,7 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
                 rq_cpu: target,
                 nr_running: nr[target as usize],
                 util_est: None,
+                cfs_h_nr_running: None,
             },
         ));
         let lat = 5_000 + rng.below(2_000_000);

@@ -71,6 +71,25 @@ fn edge_events() -> Vec<Event> {
             rq_cpu: m,
             nr_running: m,
             util_est: None,
+            cfs_h_nr_running: None,
+        },
+        EventKind::NrRunning {
+            rq_cpu: 1,
+            nr_running: m,
+            util_est: Some(u64::MAX),
+            cfs_h_nr_running: Some(m),
+        },
+        EventKind::NrRunning {
+            rq_cpu: 2,
+            nr_running: 3,
+            util_est: Some(0),
+            cfs_h_nr_running: None,
+        },
+        EventKind::NrRunning {
+            rq_cpu: 2,
+            nr_running: 3,
+            util_est: None,
+            cfs_h_nr_running: Some(2),
         },
         EventKind::Pelt {
             rq_cpu: 3,
@@ -353,6 +372,7 @@ fn stream(n: usize) -> Vec<Event> {
                     rq_cpu: cpu,
                     nr_running: (x % 5) as u32,
                     util_est: None,
+                    cfs_h_nr_running: None,
                 },
             };
             Event {

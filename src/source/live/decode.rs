@@ -16,7 +16,8 @@ use std::collections::HashMap;
 /// kernel's stack map (its size, 16,384), so the two never meet in a recording.
 const INLINE_STACK_IDS: u32 = 1 << 31;
 
-/// `LBS_UTIL_EST_SENT` of lbscope.h: an `LBS_NR_RUNNING` record's v1 holds util_est.
+/// `LBS_UTIL_EST_SENT` of lbscope.h: an `LBS_NR_RUNNING` record's v1 holds util_est, its v2
+/// the CFS task count.
 const UTIL_EST_SENT: u64 = 1 << 32;
 
 /// Reads a `T` from the front of `data`, or `None` when the record is too short.
@@ -126,6 +127,7 @@ impl Decoder {
                 rq_cpu: r.rq_cpu,
                 nr_running: r.v0 as u32,
                 util_est: (r.v1 & UTIL_EST_SENT != 0).then_some(r.v1 & 0xffff_ffff),
+                cfs_h_nr_running: (r.v2 & UTIL_EST_SENT != 0).then_some(r.v2 as u32),
             }),
             // v2: util_avg in the low 32 bits, util_est in the high ones.
             t::lbs_kind::LBS_PELT => read::<t::lbs_rq>(data).map(|r| EventKind::Pelt {
