@@ -8,9 +8,10 @@
 //! integers in the kernel's units (SCHED_CAPACITY_SCALE = 1024).
 //!
 //! What cannot be seen from tracepoints is approximated, and said so:
-//! - h_nr_running (h_nr_runnable since 6.14) is taken as nr_running less the CPU's stopper
-//!   thread (`migration/N`, the stop class) while it is woken or running: other RT and DL
-//!   tasks are not told apart from CFS ones;
+//! - h_nr_running (h_nr_runnable since 6.14) is nr_running less the tasks of other classes
+//!   that the last `NrRunning` carrying the CFS count said; without it (older recordings,
+//!   folded mode) less the CPU's stopper thread (`migration/N`, the stop class) while it is
+//!   woken or running, and other RT and DL tasks are not told apart from CFS ones;
 //! - util is cpu_util_cfs under UTIL_EST (on by default): max(util_avg, util_est) of the root
 //!   cfs_rq (util_est is `util_est.enqueued` before 6.9), clamped to the original capacity,
 //!   taken as max(1024, capacity). util_avg comes from the last `Pelt` event, a sampled PELT
