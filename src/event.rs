@@ -180,7 +180,9 @@ pub enum EventKind {
     NrRunning {
         rq_cpu: u32,
         nr_running: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         util_est: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         cfs_h_nr_running: Option<u32>,
     },
     /// `pelt_cfs_tp` on a root cfs_rq (rate-limited per CPU): the CPU's CFS load, runnable and

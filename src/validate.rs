@@ -289,6 +289,10 @@ impl Validator {
             self.out.redo += 1;
             return;
         }
+        // The kernel refreshes the local group's capacity first (a no-op when the model saw
+        // this search already).
+        self.model
+            .balance_search(ts, b.dst_cpu, b.sd_weight, b.idle);
         let start = self.model.decide_at(b.dst_cpu, b.sd_weight, b.idle);
         match b.search_ns.filter(|&ns| ns > 0) {
             Some(ns) => self.open.push_back(OpenSearch {

@@ -261,10 +261,24 @@ impl ModelDomain {
 
     /// One balance pass of `dst_cpu` (`None`: any CPU of the group) into group `local`
     /// (`dst_idle`: env->idle != CPU_NOT_IDLE): every group's statistics and the decision
-    /// (sched_balance_find_src_group and calculate_imbalance).
+    /// (sched_balance_find_src_group and calculate_imbalance), each group's capacity its
+    /// CPUs' current sum.
     pub fn decide(
         &self,
         samples: &[CpuSample],
+        dst_cpu: Option<usize>,
+        local: usize,
+        dst_idle: bool,
+    ) -> (Vec<GroupStats>, stats::Decision) {
+        self.decide_with(samples, &[], dst_cpu, local, dst_idle)
+    }
+
+    /// [`ModelDomain::decide`] with `caps`: each group's `sgc->capacity` where known (see
+    /// [`stats::group_stats_with`]; empty: none known).
+    pub fn decide_with(
+        &self,
+        samples: &[CpuSample],
+        caps: &[Option<u64>],
         dst_cpu: Option<usize>,
         local: usize,
         dst_idle: bool,
@@ -274,13 +288,14 @@ impl ModelDomain {
             .iter()
             .enumerate()
             .map(|(i, g)| {
-                stats::group_stats(
+                stats::group_stats_with(
                     g,
                     samples,
                     self.cores[i],
                     &self.params,
                     i == local,
                     dst_idle,
+                    caps.get(i).copied().flatten(),
                 )
             })
             .collect();
@@ -299,6 +314,11 @@ impl ModelDomain {
 
     /// The balancer's view of this domain from `samples` (indexed by CPU).
     pub fn view(&self, samples: &[CpuSample]) -> DomainView {
+        self.view_with(samples, &[])
+    }
+
+    /// [`ModelDomain::view`] with the groups' `sgc->capacity` where known (`caps`, by group).
+    pub fn view_with(&self, samples: &[CpuSample], caps: &[Option<u64>]) -> DomainView {
         let sample = |c: usize| samples.get(c).copied().unwrap_or_default();
         let local = (0..self.groups.len())
             .max_by_key(|&i| {
@@ -312,7 +332,7 @@ impl ModelDomain {
             .groups
             .get(local)
             .is_some_and(|g| g.iter().any(|c| sample(c).idle));
-        let (groups, d) = self.decide(samples, None, local, dst_idle);
+        let (groups, d) = self.decide_with(samples, caps, None, local, dst_idle);
         DomainView {
             level: self.key.clone(),
             span: self.span,

@@ -21,6 +21,7 @@
 //! A CPU with a remote wakeup on its way (`waking`) is not idle to the balancer, as
 //! idle_cpu() says while rq->ttwu_pending is set.
 
+mod capacity;
 pub mod domains;
 pub mod findings;
 mod judge;
@@ -39,7 +40,7 @@ pub use stats::{GroupStats, GroupType, MigrationType, ModelRules};
 use crate::cpuset::CpuSet;
 use crate::event::{CpuIdleType, Event, EventKind, Pid};
 use crate::topology::{IndexedTopology, LevelKind, Topology};
-use domains::DomainTable;
+use domains::{DomainTable, ModelDomain};
 use serde_json::json;
 use stats::CpuSample;
 use std::collections::HashSet;
@@ -228,6 +229,8 @@ pub struct Model<X = ()> {
     llc_level: Option<usize>,
     /// uneven_spread's samples.
     spread: spread::SpreadWatch,
+    /// The groups' `sgc->capacity` as the balancer's recorded searches refreshed them.
+    sgc: capacity::GroupCapacities,
 }
 
 impl Model {
@@ -266,6 +269,7 @@ impl<X: TaskExt> Model<X> {
             prev_imbalance: vec![0; n],
             llc_level,
             spread: spread::SpreadWatch::new(topo, llc_level),
+            sgc: capacity::GroupCapacities::default(),
         }
     }
 
@@ -544,6 +548,9 @@ impl<X: TaskExt> Model<X> {
                 self.wake_done(*pid);
                 self.tasks.remove(*pid);
             }
+            EventKind::Balance(b) if b.pid.is_none() && !b.is_stopper_entry() => {
+                self.balance_search(t, b.dst_cpu, b.sd_weight, b.idle);
+            }
             _ => {}
         }
     }
@@ -560,21 +567,88 @@ impl<X: TaskExt> Model<X> {
         idle: CpuIdleType,
     ) -> Option<BalancePass> {
         let cpu = dst_cpu as usize;
-        let level = (0..self.topo.levels.len()).find(|&l| {
-            self.topo
-                .span(l, cpu)
-                .is_some_and(|s| s.len() == sd_weight as usize)
-        })?;
+        let level = self.level_spanning(cpu, sd_weight)?;
         let dom = &self.table.doms[self.table.index(&self.topo, level, cpu)?];
         let local = dom.group_of(cpu)?;
         let dst_idle = idle != CpuIdleType::NotIdle;
-        let (groups, decision) = dom.decide(&self.samples(), Some(cpu), local, dst_idle);
+        let caps = self.group_capacities(level, dom);
+        let (groups, decision) =
+            dom.decide_with(&self.samples(), &caps, Some(cpu), local, dst_idle);
         Some(BalancePass {
             level,
             local,
             groups,
             decision,
         })
+    }
+
+    /// The level whose domain around `cpu` spans `sd_weight` CPUs.
+    fn level_spanning(&self, cpu: usize, sd_weight: u32) -> Option<usize> {
+        (0..self.topo.levels.len()).find(|&l| {
+            self.topo
+                .span(l, cpu)
+                .is_some_and(|s| s.len() == sd_weight as usize)
+        })
+    }
+
+    /// A busiest-group search of the kernel's at `t` (a `Balance` event): update_sd_lb_stats
+    /// refreshes the local group's `sgc->capacity` first (update_group_capacity), on a newly
+    /// idle pass only once it is due again. The lowest level's groups are single CPUs whose
+    /// capacity is the CPU's own (`Capacity` events); a group one level up sums its child
+    /// domain's groups as last refreshed, or, under an overlapping (NUMA) child, its CPUs'
+    /// current capacities. Due again after `sd->balance_interval`, taken as its least,
+    /// the span weight in ms (sd_init's min_interval; it doubles while the domain stays
+    /// balanced).
+    pub fn balance_search(&mut self, t: u64, dst_cpu: u32, sd_weight: u32, idle: CpuIdleType) {
+        let cpu = dst_cpu as usize;
+        let Some(level) = self.level_spanning(cpu, sd_weight).filter(|&l| l > 0) else {
+            return;
+        };
+        let Some(group) = self.topo.span(level - 1, cpu) else {
+            return;
+        };
+        if idle == CpuIdleType::NewlyIdle && !self.sgc.due(t, level, &group) {
+            return;
+        }
+        let capacity = self.child_capacity(level - 1, cpu);
+        let interval = u64::from(sd_weight) * 1_000_000;
+        self.sgc.refresh(t, level, group, capacity, interval);
+    }
+
+    /// update_group_capacity's sum over the groups of `cpu`'s domain at level `child`.
+    fn child_capacity(&self, child: usize, cpu: usize) -> u64 {
+        let now = |s: &CpuSet| -> u64 {
+            s.iter()
+                .map(|c| {
+                    self.cpus
+                        .get(c)
+                        .map_or(stats::CAPACITY_SCALE, CpuState::capacity)
+                })
+                .sum()
+        };
+        let Some(span) = self.topo.span(child, cpu) else {
+            return 0;
+        };
+        if child == 0 || self.topo.levels[child].kind == LevelKind::Numa {
+            return now(&span);
+        }
+        match self.table.index(&self.topo, child, cpu) {
+            Some(i) => self.table.doms[i]
+                .groups
+                .iter()
+                .map(|h| self.sgc.of(child, h).unwrap_or_else(|| now(h)))
+                .sum(),
+            None => now(&span),
+        }
+    }
+
+    /// Each group's `sgc->capacity` of `dom` (at `level`) where a recorded search refreshed
+    /// it; empty when none is known.
+    fn group_capacities(&self, level: usize, dom: &ModelDomain) -> Vec<Option<u64>> {
+        if level == 0 || self.sgc.is_empty() {
+            return Vec::new();
+        }
+        dom.groups.iter().map(|g| self.sgc.of(level, g)).collect()
     }
 
     /// The report key of level `level`.
@@ -599,7 +673,8 @@ impl<X: TaskExt> Model<X> {
         let mut views = Vec::with_capacity(self.table.doms.len());
         let len = end.saturating_sub(start);
         for i in 0..self.table.doms.len() {
-            let v = self.table.doms[i].view(&samples);
+            let dom = &self.table.doms[i];
+            let v = dom.view_with(&samples, &self.group_capacities(dom.level, dom));
             let moves = std::mem::take(&mut self.moves[i]);
             let prev = std::mem::replace(&mut self.prev_imbalance[i], v.imbalance);
             let rate = (moves as u128 * 1_000_000_000 / u128::from(len.max(1))) as u64;

@@ -180,7 +180,7 @@ pub struct GroupStats {
     pub util: u64,
     /// group_runnable: Σ runnable_avg.
     pub runnable: u64,
-    /// group_capacity: Σ cpu_capacity.
+    /// group_capacity: `sgc->capacity` as last refreshed where known, else Σ cpu_capacity.
     pub capacity: u64,
     /// sum_nr_running.
     pub nr_running: u64,
@@ -199,7 +199,8 @@ pub struct GroupStats {
 }
 
 /// update_sg_lb_stats + group_classify for one group. `local`: the group holding the
-/// destination CPU; `dst_idle`: env->idle != CPU_NOT_IDLE.
+/// destination CPU; `dst_idle`: env->idle != CPU_NOT_IDLE. The group's capacity is its CPUs'
+/// current sum (see [`group_stats_with`]).
 pub fn group_stats(
     cpus: &CpuSet,
     samples: &[CpuSample],
@@ -207,6 +208,20 @@ pub fn group_stats(
     p: &DomainParams,
     local: bool,
     dst_idle: bool,
+) -> GroupStats {
+    group_stats_with(cpus, samples, cores, p, local, dst_idle, None)
+}
+
+/// [`group_stats`] with `sgc_capacity`: the group's `sgc->capacity` where it is known (the
+/// kernel refreshes it only when a CPU of the group balances), else `None`.
+pub fn group_stats_with(
+    cpus: &CpuSet,
+    samples: &[CpuSample],
+    cores: u64,
+    p: &DomainParams,
+    local: bool,
+    dst_idle: bool,
+    sgc_capacity: Option<u64>,
 ) -> GroupStats {
     let mut g = GroupStats {
         cpus: *cpus,
@@ -242,6 +257,9 @@ pub fn group_stats(
         if !local && dst_idle && s.nr_running == 1 && s.capacity * p.imbalance_pct < orig * 100 {
             g.misfit_task_load = g.misfit_task_load.max(s.load_avg);
         }
+    }
+    if let Some(c) = sgc_capacity {
+        g.capacity = c;
     }
     // smt_balance(): non-local, dst idle, an SMT group with more than one CFS task (6.6+).
     let smt_balance = p.rules == ModelRules::V6_6Plus

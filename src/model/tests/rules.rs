@@ -483,3 +483,74 @@ fn cfs_count_carried_by_nr_running_leaves_rt_tasks_out_of_h_nr_running() {
     m.push(&carried(5, 3, 2));
     assert_eq!(h(&m), (3, 2));
 }
+
+/// sgc->capacity as the kernel refreshes it (update_sd_lb_stats: `if (local_group) { if
+/// (env->idle != CPU_NEWLY_IDLE || time_after_eq(jiffies, sg->sgc->next_update))
+/// update_group_capacity(env->sd, env->dst_cpu); }`, the same in 6.1 and 6.12): a node's
+/// capacity is what it summed when one of its CPUs last balanced the NUMA domain, not its
+/// CPUs' capacities now. Node 0-3 loses capacity to RT pressure (cpu_capacity 1024 -> 400
+/// on each CPU) after its last refresh; CPU 4 pulling at NUMA still divides node 0's load by
+/// 4096, until a CPU of node 0 balances there (not newly idle, or newly idle once due).
+#[test]
+fn group_capacity_is_the_one_its_last_local_search_summed() {
+    use crate::analyze::tests::{ev, nr, switch};
+    use crate::event::{CpuIdleType, EventKind};
+    use crate::model::{Model, ModelConfig};
+    let topo = Topology::synthetic(
+        &[(LevelKind::Llc, "MC", 4), (LevelKind::Numa, "NUMA", 8)],
+        8,
+    );
+    let mut m = Model::new(&topo, ModelConfig::default());
+    for c in 0..8 {
+        m.push(&switch(1, c, 0, 0, 0));
+        m.push(&ev(
+            1,
+            c,
+            EventKind::Capacity {
+                rq_cpu: c,
+                capacity: 1024,
+            },
+        ));
+    }
+    let node0 = |m: &Model| {
+        let p = m.decide_at(4, 8, CpuIdleType::Idle).unwrap();
+        let g = p.groups.iter().find(|g| g.cpus.contains(0)).unwrap();
+        g.capacity
+    };
+    // No search recorded: the sum of the CPUs' capacities now.
+    assert_eq!(node0(&m), 4096);
+    m.balance_search(2_000_000, 1, 8, CpuIdleType::NotIdle);
+    for c in 0..4 {
+        m.push(&ev(
+            3_000_000,
+            c,
+            EventKind::Capacity {
+                rq_cpu: c,
+                capacity: 400,
+            },
+        ));
+    }
+    m.push(&nr(3_000_000, 0, 1));
+    assert_eq!(node0(&m), 4096, "stale until node 0 balances again");
+    // A newly idle search of node 0 within the 8 ms balance interval leaves it.
+    m.balance_search(5_000_000, 2, 8, CpuIdleType::NewlyIdle);
+    assert_eq!(node0(&m), 4096);
+    // Once due (8 ms after the refresh), a newly idle search refreshes it: MC's groups are
+    // single CPUs, so the sum is their capacities now.
+    m.balance_search(10_000_000, 2, 8, CpuIdleType::NewlyIdle);
+    assert_eq!(node0(&m), 1600);
+    // A search at the MC level refreshes nothing at NUMA: node 0 keeps 1600 after CPU 0
+    // regains its capacity, until a NUMA search by a CPU of node 0 (busy: at once).
+    m.push(&ev(
+        11_000_000,
+        0,
+        EventKind::Capacity {
+            rq_cpu: 0,
+            capacity: 1024,
+        },
+    ));
+    m.balance_search(11_500_000, 0, 4, CpuIdleType::NotIdle);
+    assert_eq!(node0(&m), 1600);
+    m.balance_search(12_000_000, 3, 8, CpuIdleType::NotIdle);
+    assert_eq!(node0(&m), 2224);
+}
