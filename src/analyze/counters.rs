@@ -167,11 +167,20 @@ struct Window {
     end: Option<(u64, u64)>,
 }
 
+/// How far outside the window a count is still taken as in flight rather than out: timestamps
+/// of different CPUs are not exactly in order. In a lab guest under emulation, an active
+/// balance's detach stamped 1.4 ms before the start read (on the stopper's CPU) was still
+/// counted by the kernel after that read (its lb_gained was in the difference of the two
+/// reads). Counts inside the window are not touched: lbscope's figure stays what it was, and
+/// only what the kernel may add beyond it grows.
+const READ_GUARD_NS: u64 = 2_000_000;
+
 impl Window {
     /// Where a count made at some moment in `[a, b]` falls.
     fn place(&self, a: u64, b: u64) -> Place {
+        let g = READ_GUARD_NS;
         if let Some((s0, s1)) = self.start {
-            if b < s0 {
+            if b.saturating_add(g) < s0 {
                 return Place::Out;
             }
             if a <= s1 {
@@ -179,7 +188,7 @@ impl Window {
             }
         }
         if let Some((e0, e1)) = self.end {
-            if a > e1 {
+            if a > e1.saturating_add(g) {
                 return Place::Out;
             }
             if b >= e0 {
@@ -210,6 +219,10 @@ pub struct Counter {
     calls: bool,
     /// The searches of the call in progress on each executing CPU.
     pending: Vec<Vec<Search>>,
+    /// The tasks the call in progress on each executing CPU detached: (row, when). The
+    /// kernel adds them to lb_gained at the end of detach_tasks, after the last detach, so
+    /// each is counted at the call's exit, as made somewhere from its detach to that exit.
+    pending_gained: Vec<Vec<((LevelId, usize), u64)>>,
     window: Window,
     windowed: bool,
 }
@@ -301,7 +314,15 @@ impl Counter {
         let level = Self::level(topo, b.dst_cpu, b.level, b.sd_weight);
         let key = (level, idle_index(b.idle));
         match b.pid {
+            Some(_) if self.calls && b.origin != Some(BalanceOrigin::Stopper) => {
+                let cpu = ev.cpu as usize;
+                if self.pending_gained.len() <= cpu {
+                    self.pending_gained.resize(cpu + 1, Vec::new());
+                }
+                self.pending_gained[cpu].push((key, ev.ts_ns));
+            }
             Some(_) => {
+                // The active-balance stopper's detach_one_task counts its task at once.
                 self.count(key, Which::Gained, ev.ts_ns, ev.ts_ns);
                 if b.origin == Some(BalanceOrigin::Stopper) && self.inside(ev.ts_ns) {
                     *self.alb_pushed.entry(level).or_insert(0) += 1;
@@ -343,6 +364,16 @@ impl Counter {
         };
         if let Some(w) = outcome {
             self.count(key, w, entry, exit);
+        }
+        let gained = self
+            .pending_gained
+            .get_mut(ev.cpu as usize)
+            .map(std::mem::take)
+            .unwrap_or_default();
+        for (k, ts) in gained {
+            // Another call's detaches (its exit went unrecorded) count at their own moment.
+            let end = if k == key { exit.max(ts) } else { ts };
+            self.count(k, Which::Gained, ts, end);
         }
         let searches = self
             .pending

@@ -245,26 +245,29 @@ fn a_domain_the_topology_lacks_keeps_the_kernels_level() {
 fn the_run_counts_between_the_reads() {
     use CpuIdleType::*;
     let events = [
-        schedstat(100, false, 10),
-        // Before the start read: out, entry and exit.
-        call(50, 0, LLC, Idle, 0, false, 20),
+        schedstat(10000000, false, 1000000),
+        // Before the start read (by more than READ_GUARD_NS): out, entry and exit.
+        call(5000000, 0, LLC, Idle, 0, false, 2000000),
+        // Made within READ_GUARD_NS before the start read: in flight, not out (another
+        // CPU's timestamps may be that far off the reader's).
+        call(8500000, 0, LLC, Idle, 0, false, 500000),
         // Entered during the start read: its lb_count in flight; balanced at exit after the
         // read: in.
-        call(105, 0, LLC, Idle, 0, false, 50),
+        call(10500000, 0, LLC, Idle, 0, false, 5000000),
         // Wholly inside.
-        call(200, 0, LLC, Idle, 0, true, 5),
-        detach(300, 0, 0, LLC, Idle, 7, BalanceOrigin::Own),
-        call(299, 0, LLC, Idle, 1, false, 5),
-        schedstat(1000, true, 10),
+        call(20000000, 0, LLC, Idle, 0, true, 500000),
+        detach(30000000, 0, 0, LLC, Idle, 7, BalanceOrigin::Own),
+        call(29900000, 0, LLC, Idle, 1, false, 500000),
+        schedstat(100000000, true, 1000000),
         // Entered before the end read, its outcome made during the read (its record, made
         // at its exit, arrives after the read's: the source sends nothing made during a
         // read before it).
-        call(990, 1, LLC, Idle, 0, false, 15),
+        call(99000000, 1, LLC, Idle, 0, false, 1500000),
         // Arrived after the end read, made before it: in.
-        call(400, 1, LLC, Idle, 0, false, 5),
-        // Made after: out.
-        call(1020, 1, LLC, Idle, 0, false, 5),
-        detach(1030, 1, 1, LLC, Idle, 8, BalanceOrigin::Own),
+        call(40000000, 1, LLC, Idle, 0, false, 500000),
+        // Made after (more than READ_GUARD_NS past the read): out.
+        call(104000000, 1, LLC, Idle, 0, false, 500000),
+        detach(104500000, 1, 1, LLC, Idle, 8, BalanceOrigin::Own),
     ];
     let mut a = analyzer(topo3(), LONG);
     let snaps = run(&mut a, &events);
@@ -274,7 +277,7 @@ fn the_run_counts_between_the_reads() {
         .flat_map(|s| &s.balancer_counters.rows)
         .map(|r| r.counts.lb_count)
         .sum();
-    assert_eq!(all, 7);
+    assert_eq!(all, 8);
     let r = a.run_counters();
     // The run's last interval carries the run's counters, the earlier ones none.
     assert_eq!(
@@ -294,5 +297,5 @@ fn the_run_counts_between_the_reads() {
         ("llc", "idle")
     );
     assert_eq!(ours.counts, counts(4, 1, 1, 1));
-    assert_eq!(ours.in_flight, counts(1, 2, 0, 0));
+    assert_eq!(ours.in_flight, counts(2, 3, 0, 0));
 }
