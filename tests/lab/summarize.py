@@ -89,6 +89,13 @@ COLUMNS = ["kernel", "topology", "scenario", "boot s",
 # message prefix, with the reason (README, "What the matrix shows"). A known miss is printed
 # as such and counted, and does not fail the run; any other miss does.
 KNOWN_MISSES = {
+    # 6.12 4node mixed at LLC (2026-11-25): precision 96.9% of 64 in the full matrix, 91.5%
+    # of 47 and 89.2% of 74 in two CI runs; recall 80.0% of 70 in the matrix before util_est
+    # was carried. The misses are load-type verdicts between single-CPU groups whose avg_loads
+    # differ by under 1% (imbalances of 6 to 281 from loads near 1,024).
+    ("4node", "mixed", "llc: "):
+        "borderline: LLC verdicts on load margins of a few units, from PELT load sampled every "
+        "4 ms or on a quarter's step, where the kernel reads the sums at the instant",
     ("2s-smt-numa", "active", "reason active_balance: "):
         "the workload built little imbalance in one 6.1 run (kprobe leg, 2026-11-25: 36 "
         "migrations against 259 in the fentry leg's boot; the kernel's own /proc/schedstat "
