@@ -174,8 +174,9 @@ pub enum EventKind {
         frames: Vec<String>,
     },
     /// `sched_update_nr_running_tp`: the exact `nr_running` of `rq_cpu`, after the change,
-    /// with the root cfs_rq's `util_est` and its count of CFS tasks (`h_nr_running`,
-    /// `h_nr_runnable` since 6.14: what the balancer sums) at that moment; the kernel changes
+    /// with the root cfs_rq's `util_est` and its count of CFS tasks (`h_nr_running`;
+    /// `h_nr_queued` in 6.12.37 and later 6.12 releases, `h_nr_runnable` since 6.14: what each
+    /// release's balancer sums) at that moment; the kernel changes
     /// both just before. `None` where not read: older recordings, folded mode.
     NrRunning {
         rq_cpu: u32,

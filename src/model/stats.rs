@@ -8,7 +8,8 @@
 //! integers in the kernel's units (SCHED_CAPACITY_SCALE = 1024).
 //!
 //! What cannot be seen from tracepoints is approximated, and said so:
-//! - h_nr_running (h_nr_runnable since 6.14) is nr_running less the tasks of other classes
+//! - h_nr_running (h_nr_queued in 6.12.37 and later 6.12 releases, h_nr_runnable since 6.14:
+//!   what each release's balancer sums) is nr_running less the tasks of other classes
 //!   that the last `NrRunning` carrying the CFS count said; without it (older recordings,
 //!   folded mode) less the CPU's stopper thread (`migration/N`, the stop class) while it is
 //!   woken or running, and other RT and DL tasks are not told apart from CFS ones;

@@ -442,7 +442,7 @@ fn util_est_carried_by_nr_running_makes_a_node_overloaded() {
 }
 
 /// The CFS task count an `NrRunning` carries tells RT and DL tasks apart: update_sg_lb_stats
-/// sums `rq->cfs.h_nr_running` (h_nr_runnable since 6.14) into sum_h_nr_running, beside
+/// sums `rq->cfs.h_nr_running` (as each release counts it) into sum_h_nr_running, beside
 /// `rq->nr_running` into sum_nr_running. CPU 1 runs 3 tasks, 2 of them SCHED_FIFO; without
 /// the count only the stopper would be left out.
 #[test]
