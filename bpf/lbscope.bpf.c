@@ -131,7 +131,8 @@ struct rq_state {
 	__u32 busy;
 	__u32 pelt_load;
 	__u32 pelt_runnable;
-	__u32 pad;
+	/* The root cfs_rq's util_est as the last record that carried it said (streaming). */
+	__u32 util_est_sent;
 };
 
 /* Whether a PELT sum moved by a step since it was last sent: by more than a quarter and more
@@ -596,6 +597,8 @@ static __always_inline bool fold_switch(const bool btf, __u64 ts, struct task_st
 	return !prev_pid || !next_pid || first;
 }
 
+static __always_inline void resync_cfs(const bool btf, __u64 ts, struct task_struct *p);
+
 static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct task_struct *prev = (void *)ctx[1], *next = (void *)ctx[2];
@@ -616,6 +619,8 @@ static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 		c->last_prev_pid = prev_pid;
 	if (fold && !fold_switch(btf, ts, prev, next, prev_pid, next_pid, state))
 		return 0;
+	if (state != 0)
+		resync_cfs(btf, ts, prev);
 	e = reserve(sizeof(*e), LBS_SWITCH, ts);
 	if (!e)
 		return 0;
@@ -659,6 +664,7 @@ static __always_inline int h_wakeup(const bool btf, __u64 ts, __u64 *ctx)
 		if (!maybe_idle())
 			return 0;
 	}
+	resync_cfs(btf, ts, p);
 	return emit_wake(btf, ts, p, LBS_WAKEUP, task_cpu_of(btf, p));
 }
 
@@ -798,7 +804,7 @@ static __always_inline __u32 cfs_util_est(const bool btf, struct cfs_rq *cfs)
 static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct rq *rq = (void *)ctx[0];
-	__u32 nr = RD(btf, rq, nr_running), cpu;
+	__u32 nr = RD(btf, rq, nr_running), cpu, est;
 	struct rq_state *st;
 
 	if (fold) {
@@ -818,9 +824,49 @@ static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
 	/* The root cfs_rq's util_est and CFS task count ride along: the kernel changes both at
 	 * an enqueue or dequeue, just before nr_running, and no PELT update says so (the
 	 * balancer reads them the moment after); the count tells RT and DL tasks apart. */
-	return emit_rq(btf, ts, rq, LBS_NR_RUNNING, nr,
-		       LBS_UTIL_EST_SENT | cfs_util_est(btf, &rq->cfs),
-		       LBS_UTIL_EST_SENT | cfs_h_nr(btf, &rq->cfs));
+	cpu = RD(btf, rq, cpu);
+	est = cfs_util_est(btf, &rq->cfs);
+	st = bpf_map_lookup_elem(&rqstate, &cpu);
+	if (st)
+		st->util_est_sent = est;
+	return emit_rq_cpu(ts, cpu, LBS_NR_RUNNING, nr, LBS_UTIL_EST_SENT | est,
+			   LBS_UTIL_EST_SENT | cfs_h_nr(btf, &rq->cfs));
+}
+
+/* Sends `cpu`'s nr_running record again, nr_running unchanged, when the root cfs_rq's
+ * util_est moved since the last record that carried it. Since 6.12 a task that sleeps with
+ * its dequeue delayed stays queued while util_est_dequeue takes its estimate off the run
+ * queue, and waking there puts it back: the balancer's util (max(util_avg, util_est)) moves
+ * with no nr_running change to say so (6.12.117 4node mixed: a CPU taken as overloaded by a
+ * sleeping task's estimate where the kernel saw it with spare capacity). Called at a switch
+ * whose previous task sleeps and at a wakeup, right after those changes, with that task:
+ * its run queue is its sched entity's cfs_rq's (under lockdown the `runqueues` symbol's
+ * address is refused). */
+static __always_inline void resync_cfs(const bool btf, __u64 ts, struct task_struct *p)
+{
+	struct cfs_rq *cfs;
+	struct rq_state *st;
+	struct rq *rq;
+	__u32 est, cpu;
+
+	if (fold || !bpf_core_field_exists(p->se.cfs_rq))
+		return;
+	cfs = RD(btf, p, se.cfs_rq);
+	if (!cfs)
+		return;
+	rq = RD(btf, cfs, rq);
+	if (!rq)
+		return;
+	cpu = RD(btf, rq, cpu);
+	st = bpf_map_lookup_elem(&rqstate, &cpu);
+	if (!st)
+		return;
+	est = cfs_util_est(btf, &rq->cfs);
+	if (est == st->util_est_sent)
+		return;
+	st->util_est_sent = est;
+	emit_rq_cpu(ts, cpu, LBS_NR_RUNNING, RD(btf, rq, nr_running), LBS_UTIL_EST_SENT | est,
+		    LBS_UTIL_EST_SENT | cfs_h_nr(btf, &rq->cfs));
 }
 
 static __always_inline int h_pelt_cfs(const bool btf, __u64 ts, __u64 *ctx)
@@ -829,7 +875,7 @@ static __always_inline int h_pelt_cfs(const bool btf, __u64 ts, __u64 *ctx)
 	struct rq *rq = RD(btf, cfs, rq);
 	struct rq_state *st;
 	__u64 now, load, runnable;
-	__u32 cpu;
+	__u32 cpu, est;
 
 	/* Only the root cfs_rq of each CPU: &rq->cfs. */
 	if ((void *)cfs != (void *)rq + bpf_core_field_offset(struct rq, cfs))
@@ -847,10 +893,11 @@ static __always_inline int h_pelt_cfs(const bool btf, __u64 ts, __u64 *ctx)
 	st->last_pelt_ts = now;
 	st->pelt_load = load;
 	st->pelt_runnable = runnable;
+	est = cfs_util_est(btf, cfs);
+	st->util_est_sent = est;
 	/* util_avg (at most 1024 << SCHED_CAPACITY_SHIFT) low, util_est high. */
 	return emit_rq(btf, ts, rq, LBS_PELT, load, runnable,
-		       (RD(btf, cfs, avg.util_avg) & 0xffffffff) |
-			       ((__u64)cfs_util_est(btf, cfs) << 32));
+		       (RD(btf, cfs, avg.util_avg) & 0xffffffff) | ((__u64)est << 32));
 }
 
 static __always_inline int h_capacity(const bool btf, __u64 ts, __u64 *ctx)

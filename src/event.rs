@@ -177,7 +177,9 @@ pub enum EventKind {
     /// with the root cfs_rq's `util_est` and its count of CFS tasks (`h_nr_running`;
     /// `h_nr_queued` in 6.12.37 and later 6.12 releases, `h_nr_runnable` since 6.14: what each
     /// release's balancer sums) at that moment; the kernel changes
-    /// both just before. `None` where not read: older recordings, folded mode.
+    /// both just before. Also sent with `nr_running` unchanged, at a switch to sleep or a
+    /// wakeup, when util_est moved with no enqueue or dequeue to carry it (6.12's delayed
+    /// dequeue). `None` where not read: older recordings, folded mode.
     NrRunning {
         rq_cpu: u32,
         nr_running: u32,

@@ -18,8 +18,9 @@
 //!   taken as max(1024, capacity). util_avg comes from the last `Pelt` event, a sampled PELT
 //!   update (every 4 ms per CPU, and at once on a step); util_est from the newer of the last
 //!   `Pelt` and the last `NrRunning`, which carries it (the kernel changes it at each enqueue
-//!   and dequeue, just before nr_running, and no PELT update follows). A dequeue that changes
-//!   no nr_running (6.12's delayed dequeue) is seen at the CPU's next record; folded mode and
+//!   and dequeue, just before nr_running, and no PELT update follows; a delayed dequeue and
+//!   its wakeup change it with no nr_running change, and the live source sends the record
+//!   again then); folded mode and
 //!   recordings made before util_est was recorded carry less or none (util is then util_avg
 //!   alone);
 //! - sgc->imbalance (group `imbalanced`) and asym packing priorities are never known, so those
