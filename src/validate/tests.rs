@@ -453,6 +453,33 @@ fn decisions_are_judged_in_time_order_across_batches() {
 }
 
 #[test]
+fn a_balancer_record_three_seconds_late_is_judged_at_its_own_time() {
+    // A lab guest's recorder delivered the balancer's records 3.2 s after the tracepoints'
+    // events of the same instant: within the reorder window, the search is judged against
+    // the state at its time (3 tasks on CPU 0), not the state 3 s on (the pull done).
+    let topo = Topology::synthetic_flat(4);
+    let mut v = Validator::new(&topo, config());
+    let t = 1_000_000_000;
+    v.push(&three_on_cpu0(t));
+    v.push(&[
+        nr(t + 10_000, 0, 2),
+        nr(t + 10_000, 1, 1),
+        switch(t + 10_000, 1, 11),
+    ]);
+    v.push(&[switch(t + 3_200_000_000, 2, 0)]);
+    v.push(&[balance(
+        t + 5_000,
+        1,
+        4,
+        CpuIdleType::Idle,
+        Some(MigrationType::Task),
+    )]);
+    let out = v.finish();
+    assert_eq!(out.late, 0);
+    assert_eq!(out.balanced_agreement, Some(1.0));
+}
+
+#[test]
 fn levels_are_named_by_span_weight() {
     let topo = crate::analyze::tests::topo3();
     let mut evs = Vec::new();

@@ -391,7 +391,14 @@ def summarize(a):
         "model_total": level_scores(v["total"]),
         "balance_events": v["balance_events"],
         "balance_levels": v["balance_events_per_sd_level"],
+        "validation_late": v["late"],
     })
+    if v["late"]:
+        # Events older than the reorder window when they came were folded out of order: the
+        # model judged searches against another moment's state, so no figure can be trusted.
+        fail(a, f"{v['late']} events came later than validation's reorder window: the "
+             "agreement figures of this run are not judged")
+        ok = False
     want = EXPECTED_FINDINGS.get(a.scenario, [])
     missing = [k for k in want if not out["findings"].get(k)]
     if missing:
