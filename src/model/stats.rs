@@ -25,7 +25,7 @@
 //!   alone);
 //! - sgc->imbalance (group `imbalanced`) and asym packing priorities are never known, so those
 //!   two group types are never produced;
-//! - misfit uses the non-asym-capacity rule only (a single task on a CPU whose capacity is
+//! - misfit uses the non-asym-capacity rule only (a single CFS task on a CPU whose capacity is
 //!   reduced by more than the domain's imbalance_pct), with the CPU's load_avg as task load.
 
 use crate::cpuset::CpuSet;
@@ -254,9 +254,12 @@ pub fn group_stats_with(
         if s.idle {
             g.idle_cpus += 1;
         }
-        // update_sg_lb_stats, non-asym-capacity misfit: dst idle, one task on a CPU whose
-        // capacity is reduced (check_misfit_status: cap·pct < orig·100).
-        if !local && dst_idle && s.nr_running == 1 && s.capacity * p.imbalance_pct < orig * 100 {
+        // update_sg_lb_stats, non-asym-capacity misfit: dst idle, one CFS task on a CPU whose
+        // capacity is reduced (sched_reduced_capacity: rq->cfs.h_nr_running == 1, then
+        // check_cpu_capacity: cap·pct < orig·100). RT tasks beside it are what usually
+        // reduce the capacity, so the count is the CFS one, not nr_running.
+        let h = s.nr_running.saturating_sub(s.not_cfs);
+        if !local && dst_idle && h == 1 && s.capacity * p.imbalance_pct < orig * 100 {
             g.misfit_task_load = g.misfit_task_load.max(s.load_avg);
         }
     }

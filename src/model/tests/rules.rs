@@ -554,3 +554,34 @@ fn group_capacity_is_the_one_its_last_local_search_summed() {
     m.balance_search(12_000_000, 3, 8, CpuIdleType::NotIdle);
     assert_eq!(node0(&m), 2224);
 }
+
+/// sched_reduced_capacity (6.1 and 6.12 fair.c alike) asks for one CFS task, not one task:
+///   if (rq->cfs.h_nr_running != 1)
+///       return false;
+///   return check_cpu_capacity(rq, sd);
+/// A CPU running one CFS task beside two SCHED_FIFO ones, its capacity eaten by them (718 of
+/// 1024 under SMT's imbalance_pct 110), is a misfit group to an idle destination, and the
+/// kernel moves the CFS task by load (calculate_imbalance: migrate_load, the misfit load).
+/// A 6.12-rt lab guest did so 5 times in a run where the model, counting nr_running 3,
+/// called the CPU has_spare.
+#[test]
+fn reduced_capacity_misfit_counts_cfs_tasks_only() {
+    let p = params(110);
+    // The lab's figures: load 1744, runnable 691, util 265 (not overloaded: 691·100 and
+    // 265·110 stay under 718·110 and 718·100).
+    let mut s = busy(3, 265);
+    (s.not_cfs, s.capacity, s.load_avg, s.runnable_avg) = (2, 718, 1744, 691);
+    let g = group_stats(&cpus("0"), &[s], 1, &p, false, true);
+    assert_eq!(
+        (g.group_type, g.misfit_task_load),
+        (GroupType::MisfitTask, 1744)
+    );
+    // Two CFS tasks: the overloaded case takes care of it, no misfit.
+    s.not_cfs = 1;
+    let g = group_stats(&cpus("0"), &[s], 1, &p, false, true);
+    assert_eq!(g.misfit_task_load, 0);
+    // Not to a busy destination.
+    s.not_cfs = 2;
+    let g = group_stats(&cpus("0"), &[s], 1, &p, false, false);
+    assert_eq!(g.misfit_task_load, 0);
+}
