@@ -101,19 +101,6 @@ KNOWN_MISSES = {
     ("2s-smt-numa", "numa-spread", "findings it is built for not raised: uneven_spread"):
         "raised in about half the runs: the balancer often evens the threads out within "
         "uneven_spread's 100 ms hold (40-60 ms after each release in the runs without it)",
-    # The RT runs, since nr_running records carry the CFS task count (2026-11-25, fentry):
-    # 6.1-rt kappa llc 0.88, numa 0.97, smt 0.96 (llc recall 87.5% of 32); 6.12-rt llc 0.93,
-    # numa 0.77 (recall 74.1% of 27), smt 0.97. Before (six boots): kappa 0.775-0.925 at LLC
-    # and 0.774-0.958 at NUMA. The same two boots judged again with group capacities as the
-    # kernel refreshes them (src/model/capacity.rs) meet every goal (kappa 0.96-0.98); kept
-    # listed until more RT boots than two say the same.
-    ("2s-smt-numa", "rt", "llc: "):
-        "RT tasks take CPU capacity in bursts (rq->cpu_capacity 1264-2478 of 4096 for node 0 "
-        "in the searches the model gets wrong), and the kernel divides each group's load by "
-        "its sgc->capacity, refreshed only when a CPU of that group balances, where the model "
-        "sums the CPUs' current capacities (README, departures)",
-    ("2s-smt-numa", "rt", "numa: "):
-        "as llc in the rt scenario: group capacities the kernel refreshes only now and then",
 }
 
 
