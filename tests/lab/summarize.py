@@ -5,7 +5,8 @@ Per run (--kernel ... --recording ...): turns one boot (serial console log and r
 the lab's JSON line on stdout (also saved beside the recording as .json), and fails when
   - the balancer hook expected on the kernel did not load,
   - the recording is unreadable or holds no balancer decisions,
-  - the scenario did not raise every finding it is built for (EXPECTED_FINDINGS),
+  - the scenario did not raise every finding it is built for (EXPECTED_FINDINGS, or
+    EXPECTED_FINDINGS_BY_TOPOLOGY where the topology changes it),
   - the model's agreement with the kernel falls under its goals, judged where there is enough
     to judge (see check_goals): Cohen's kappa for balanced / not balanced, recall and
     precision on the kernel's imbalanced searches at every level, the migration type per
@@ -52,6 +53,14 @@ EXPECTED_FINDINGS = {
     # Built for the RT class's pushes and pulls (checked by the reasons).
     "rt": [],
 }
+# Where a topology changes what a scenario builds: numa-spread on 2s-smt-numa (8 threads,
+# two nodes of 4 CPUs) is not built for uneven_spread. The model's 20 ms samples of its boots
+# (6.1, 2026-11-25) show each herd's threads uneven for 40-60 ms after their release (7/1, 6/2
+# with CPUs idle on node 1), then 5/4 or 4/4: the kernel undoes it within the finding's
+# 100 ms hold, and a finding there would be a false alarm. It was raised in 4 of 7 boots
+# that day, when a spread held longer; on 4node (16 threads over four nodes) it was raised in
+# every run of the matrices so far.
+EXPECTED_FINDINGS_BY_TOPOLOGY = {("2s-smt-numa", "numa-spread"): ["missed_pull"]}
 # The migration types a scenario is built to make the kernel use (at least MIN_TYPE_PAIRS
 # searches both sides found imbalanced with that kernel type). misfit needs asymmetric CPU
 # capacities, which no lab topology has (x86 under QEMU): no scenario can exercise it.
@@ -93,14 +102,6 @@ KNOWN_MISSES = {
         "the workload built little imbalance in one 6.1 run (kprobe leg, 2026-11-25: 36 "
         "migrations against 259 in the fentry leg's boot; the kernel's own /proc/schedstat "
         "agreed, NUMA idle lb_failed 29 against 404): lbscope saw every active balance there was",
-    # The model's 20 ms samples of a run without it (6.1, 2026-11-25) show each herd's
-    # threads uneven for 40-60 ms after their release (7/1, 6/2 with idle CPUs on node 1),
-    # then 5/4 or 4/4: the kernel undid it in time, and the finding rightly stayed silent.
-    # Raised in 4 of 7 boots that day: 1 of 2 plain, 3 of 5 with workload variants tried and
-    # dropped (a second phase of one node's worth of threads; NUMA cache_nice_tries 8).
-    ("2s-smt-numa", "numa-spread", "findings it is built for not raised: uneven_spread"):
-        "raised in about half the runs: the balancer often evens the threads out within "
-        "uneven_spread's 100 ms hold (40-60 ms after each release in the runs without it)",
 }
 
 
@@ -384,7 +385,8 @@ def summarize(a):
         fail(a, f"{v['late']} events came later than validation's reorder window: the "
              "agreement figures of this run are not judged")
         ok = False
-    want = EXPECTED_FINDINGS.get(a.scenario, [])
+    want = EXPECTED_FINDINGS_BY_TOPOLOGY.get((a.topology, a.scenario),
+                                             EXPECTED_FINDINGS.get(a.scenario, []))
     missing = [k for k in want if not out["findings"].get(k)]
     if missing:
         msg = f"findings it is built for not raised: {', '.join(missing)}; got {out['findings']}"
