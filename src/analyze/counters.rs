@@ -315,11 +315,7 @@ impl Counter {
         let key = (level, idle_index(b.idle));
         match b.pid {
             Some(_) if self.calls && b.origin != Some(BalanceOrigin::Stopper) => {
-                let cpu = ev.cpu as usize;
-                if self.pending_gained.len() <= cpu {
-                    self.pending_gained.resize(cpu + 1, Vec::new());
-                }
-                self.pending_gained[cpu].push((key, ev.ts_ns));
+                of_cpu(&mut self.pending_gained, ev.cpu).push((key, ev.ts_ns));
             }
             Some(_) => {
                 // The active-balance stopper's detach_one_task counts its task at once.
@@ -332,11 +328,7 @@ impl Counter {
                 if self.inside(ev.ts_ns) {
                     self.rows.entry(key).or_default().searches += 1;
                 }
-                let cpu = ev.cpu as usize;
-                if self.pending.len() <= cpu {
-                    self.pending.resize(cpu + 1, Vec::new());
-                }
-                let p = &mut self.pending[cpu];
+                let p = of_cpu(&mut self.pending, ev.cpu);
                 if p.len() >= MAX_PENDING {
                     p.remove(0);
                 }
@@ -365,21 +357,13 @@ impl Counter {
         if let Some(w) = outcome {
             self.count(key, w, entry, exit);
         }
-        let gained = self
-            .pending_gained
-            .get_mut(ev.cpu as usize)
-            .map(std::mem::take)
-            .unwrap_or_default();
+        let gained = take_cpu(&mut self.pending_gained, ev.cpu);
         for (k, ts) in gained {
             // Another call's detaches (its exit went unrecorded) count at their own moment.
             let end = if k == key { exit.max(ts) } else { ts };
             self.count(k, Which::Gained, ts, end);
         }
-        let searches = self
-            .pending
-            .get_mut(ev.cpu as usize)
-            .map(std::mem::take)
-            .unwrap_or_default();
+        let searches = take_cpu(&mut self.pending, ev.cpu);
         // Searches of this call only: same domain and idle type (an earlier call whose exit
         // was not recorded leaves its searches behind).
         let searches: Vec<&Search> = searches
@@ -449,4 +433,21 @@ impl Counter {
             gained_by_migrations,
         }
     }
+}
+
+/// `cpu`'s list of what its call in progress holds, grown to reach it.
+fn of_cpu<T>(per_cpu: &mut Vec<Vec<T>>, cpu: u32) -> &mut Vec<T> {
+    let cpu = cpu as usize;
+    if per_cpu.len() <= cpu {
+        per_cpu.resize_with(cpu + 1, Vec::new);
+    }
+    &mut per_cpu[cpu]
+}
+
+/// `cpu`'s list, emptied (none when it never held anything).
+fn take_cpu<T>(per_cpu: &mut [Vec<T>], cpu: u32) -> Vec<T> {
+    per_cpu
+        .get_mut(cpu as usize)
+        .map(std::mem::take)
+        .unwrap_or_default()
 }
