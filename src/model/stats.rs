@@ -248,8 +248,10 @@ pub fn group_stats_with(
         g.util += s.util_avg.max(s.util_est).min(orig);
         g.runnable += s.runnable_avg;
         g.capacity += s.capacity;
+        // The CFS tasks (rq->cfs.h_nr_running): the sum, and the misfit test below.
+        let h = s.nr_running.saturating_sub(s.not_cfs);
         g.nr_running += u64::from(s.nr_running);
-        g.h_nr_running += u64::from(s.nr_running.saturating_sub(s.not_cfs));
+        g.h_nr_running += u64::from(h);
         g.weight += 1;
         if s.idle {
             g.idle_cpus += 1;
@@ -258,7 +260,6 @@ pub fn group_stats_with(
         // capacity is reduced (sched_reduced_capacity: rq->cfs.h_nr_running == 1, then
         // check_cpu_capacity: cap·pct < orig·100). RT tasks beside it are what usually
         // reduce the capacity, so the count is the CFS one, not nr_running.
-        let h = s.nr_running.saturating_sub(s.not_cfs);
         if !local && dst_idle && h == 1 && s.capacity * p.imbalance_pct < orig * 100 {
             g.misfit_task_load = g.misfit_task_load.max(s.load_avg);
         }
