@@ -100,9 +100,9 @@ COLUMNS = ["kernel", "topology", "scenario", "boot s",
 KNOWN_MISSES = {
     # 6.1 2s-smt-numa group-imbalance, CI kprobe leg (2026-11-25): SMT recall 87.7% of 65,
     # against 100% of 52 in the fentry leg's boot and 95.4% of 65 in the full matrix's. All 8
-    # misses are load-type
-    # verdicts between two overloaded SMT siblings whose root cfs_rq loads differ by tens of
-    # units (e.g. 485 against 442 in the model, imbalance 36 for the kernel). With the job and
+    # misses are load-type verdicts between two overloaded SMT siblings whose root cfs_rq
+    # loads differ by tens of units (e.g. 485 against 442 in the model, imbalance 36 for the
+    # kernel). With the job and
     # the hogs in cgroups, the root's load_avg is the sum of group entities' loads, and
     # reweight_entity changes it whenever a group's share is recomputed, with no pelt_cfs_tp:
     # the model's sample is up to a PELT step or 4 ms old.
