@@ -801,6 +801,17 @@ static __always_inline __u32 cfs_util_est(const bool btf, struct cfs_rq *cfs)
 	return est & 0x7fffffff;
 }
 
+/* An nr_running record of `rq` (CPU `cpu`) with its root cfs_rq's util_est `est` and CFS task
+ * count, noting `est` as sent. */
+static __always_inline int send_nr_cfs(const bool btf, __u64 ts, struct rq *rq, __u32 cpu,
+				       struct rq_state *st, __u32 nr, __u32 est)
+{
+	if (st)
+		st->util_est_sent = est;
+	return emit_rq_cpu(ts, cpu, LBS_NR_RUNNING, nr, LBS_UTIL_EST_SENT | est,
+			   LBS_UTIL_EST_SENT | cfs_h_nr(btf, &rq->cfs));
+}
+
 static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct rq *rq = (void *)ctx[0];
@@ -827,10 +838,7 @@ static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
 	cpu = RD(btf, rq, cpu);
 	est = cfs_util_est(btf, &rq->cfs);
 	st = bpf_map_lookup_elem(&rqstate, &cpu);
-	if (st)
-		st->util_est_sent = est;
-	return emit_rq_cpu(ts, cpu, LBS_NR_RUNNING, nr, LBS_UTIL_EST_SENT | est,
-			   LBS_UTIL_EST_SENT | cfs_h_nr(btf, &rq->cfs));
+	return send_nr_cfs(btf, ts, rq, cpu, st, nr, est);
 }
 
 /* Sends `cpu`'s nr_running record again, nr_running unchanged, when the root cfs_rq's
@@ -862,11 +870,8 @@ static __always_inline void resync_cfs(const bool btf, __u64 ts, struct task_str
 	if (!st)
 		return;
 	est = cfs_util_est(btf, &rq->cfs);
-	if (est == st->util_est_sent)
-		return;
-	st->util_est_sent = est;
-	emit_rq_cpu(ts, cpu, LBS_NR_RUNNING, RD(btf, rq, nr_running), LBS_UTIL_EST_SENT | est,
-		    LBS_UTIL_EST_SENT | cfs_h_nr(btf, &rq->cfs));
+	if (est != st->util_est_sent)
+		send_nr_cfs(btf, ts, rq, cpu, st, RD(btf, rq, nr_running), est);
 }
 
 static __always_inline int h_pelt_cfs(const bool btf, __u64 ts, __u64 *ctx)
