@@ -133,6 +133,9 @@ struct rq_state {
 	__u32 pelt_runnable;
 	/* The root cfs_rq's util_est as the last record that carried it said (streaming). */
 	__u32 util_est_sent;
+	/* The CPU's struct rq, as its nr_running and PELT tracepoints gave it (streaming): the
+	 * timer hook reads it (lockdown refuses the `runqueues` symbol's address). */
+	__u64 rq;
 };
 
 /* Whether a PELT sum moved by a step since it was last sent: by more than a quarter and more
@@ -812,6 +815,41 @@ static __always_inline int send_nr_cfs(const bool btf, __u64 ts, struct rq *rq, 
 			   LBS_UTIL_EST_SENT | cfs_h_nr(btf, &rq->cfs));
 }
 
+/* A PELT record of `rq`'s root cfs_rq with its `load` and `runnable` sums, noting what it
+ * carried as sent. */
+static __always_inline int send_pelt(const bool btf, __u64 ts, __u64 now, struct rq *rq,
+				     __u32 cpu, struct rq_state *st, __u64 load, __u64 runnable)
+{
+	struct cfs_rq *cfs = &rq->cfs;
+	__u32 est = cfs_util_est(btf, cfs);
+
+	st->last_pelt_ts = now;
+	st->pelt_load = load;
+	st->pelt_runnable = runnable;
+	st->util_est_sent = est;
+	/* util_avg (at most 1024 << SCHED_CAPACITY_SHIFT) low, util_est high. */
+	return emit_rq_cpu(ts, cpu, LBS_PELT, load, runnable,
+			   (RD(btf, cfs, avg.util_avg) & 0xffffffff) | ((__u64)est << 32));
+}
+
+/* Sends `rq`'s root PELT sums again when its load_avg moved by more than a sixteenth (and 8)
+ * since the last record that carried it. With task groups the root's load_avg is the sum of
+ * group entities' loads, and reweight_entity rescales one at every share update (an enqueue,
+ * a dequeue, a tick) just after the pelt_cfs_tp of that update, with no tracepoint of its
+ * own: the balancer reads the new sum, the last record the old one (2s-smt-numa
+ * group-imbalance: SMT siblings both overloaded, their loads apart by a hundred). Called
+ * after those updates: at nr_running changes, and at a switch to sleep and a wakeup. */
+static __always_inline void resync_load(const bool btf, __u64 ts, struct rq *rq, __u32 cpu,
+					struct rq_state *st)
+{
+	__u64 load = RD(btf, rq, cfs.avg.load_avg), sent = st->pelt_load;
+	__u64 hi = load > sent ? load : sent, d = load > sent ? load - sent : sent - load;
+
+	if (d > 8 && d * 16 > hi)
+		send_pelt(btf, ts, bpf_ktime_get_ns(), rq, cpu, st, load,
+			  RD(btf, rq, cfs.avg.runnable_avg));
+}
+
 static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct rq *rq = (void *)ctx[0];
@@ -838,7 +876,31 @@ static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
 	cpu = RD(btf, rq, cpu);
 	est = cfs_util_est(btf, &rq->cfs);
 	st = bpf_map_lookup_elem(&rqstate, &cpu);
-	return send_nr_cfs(btf, ts, rq, cpu, st, nr, est);
+	send_nr_cfs(btf, ts, rq, cpu, st, nr, est);
+	if (st) {
+		st->rq = (__u64)rq;
+		resync_load(btf, ts, rq, cpu, st);
+	}
+	return 0;
+}
+
+/* After a timer's callback on this CPU (streaming): the tick's is sched_tick, whose
+ * entity_tick reweights the group entities on the root cfs_rq right after the pelt_cfs_tp of
+ * that update, and no event of this CPU may follow before another CPU's balancer reads the
+ * new load (2s-smt-numa group-imbalance, 6.12: two overloaded SMT siblings 842 and 833 in the
+ * records, 114 apart for the kernel). The run queue is the one this CPU's tracepoints gave. */
+static __always_inline int h_timer_exit(__u64 ts)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rq_state *st;
+
+	if (fold)
+		return 0;
+	st = bpf_map_lookup_elem(&rqstate, &cpu);
+	if (!st || !st->rq)
+		return 0;
+	resync_load(false, ts, (struct rq *)st->rq, cpu, st);
+	return 0;
 }
 
 /* Sends `cpu`'s nr_running record again, nr_running unchanged, when the root cfs_rq's
@@ -872,6 +934,7 @@ static __always_inline void resync_cfs(const bool btf, __u64 ts, struct task_str
 	est = cfs_util_est(btf, &rq->cfs);
 	if (est != st->util_est_sent)
 		send_nr_cfs(btf, ts, rq, cpu, st, RD(btf, rq, nr_running), est);
+	resync_load(btf, ts, rq, cpu, st);
 }
 
 static __always_inline int h_pelt_cfs(const bool btf, __u64 ts, __u64 *ctx)
@@ -880,7 +943,7 @@ static __always_inline int h_pelt_cfs(const bool btf, __u64 ts, __u64 *ctx)
 	struct rq *rq = RD(btf, cfs, rq);
 	struct rq_state *st;
 	__u64 now, load, runnable;
-	__u32 cpu, est;
+	__u32 cpu;
 
 	/* Only the root cfs_rq of each CPU: &rq->cfs. */
 	if ((void *)cfs != (void *)rq + bpf_core_field_offset(struct rq, cfs))
@@ -895,14 +958,8 @@ static __always_inline int h_pelt_cfs(const bool btf, __u64 ts, __u64 *ctx)
 	if (now - st->last_pelt_ts < pelt_interval_ns && !pelt_step(load, st->pelt_load) &&
 	    !pelt_step(runnable, st->pelt_runnable))
 		return 0;
-	st->last_pelt_ts = now;
-	st->pelt_load = load;
-	st->pelt_runnable = runnable;
-	est = cfs_util_est(btf, cfs);
-	st->util_est_sent = est;
-	/* util_avg (at most 1024 << SCHED_CAPACITY_SHIFT) low, util_est high. */
-	return emit_rq(btf, ts, rq, LBS_PELT, load, runnable,
-		       (RD(btf, cfs, avg.util_avg) & 0xffffffff) | ((__u64)est << 32));
+	st->rq = (__u64)rq;
+	return send_pelt(btf, ts, now, rq, cpu, st, load, runnable);
 }
 
 static __always_inline int h_capacity(const bool btf, __u64 ts, __u64 *ctx)
@@ -1049,3 +1106,4 @@ LBS_TP(sched_swap_numa, h_swap_numa(btf, ts, ctx))
 LBS_TP(sched_stick_numa, h_stick_numa(btf, ts, ctx))
 LBS_TP(sched_process_exec, h_exec(btf, ts, ctx))
 LBS_TP(sched_process_exit, h_exit(btf, ts, ctx))
+LBS_TP(hrtimer_expire_exit, h_timer_exit(ts))

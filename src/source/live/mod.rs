@@ -53,6 +53,7 @@ pub const TRACEPOINTS: &[&str] = &[
     "sched_stick_numa",
     "sched_process_exec",
     "sched_process_exit",
+    "hrtimer_expire_exit",
 ];
 
 /// How to attach the tracepoint programs.
