@@ -101,10 +101,19 @@ pub struct CounterRow {
     /// (run totals only; zero per interval).
     #[serde(default, skip_serializing_if = "is_zero_counts")]
     pub in_flight: Counts,
+    /// The imbalance of the searches of calls made during a read: left out of `imbalance`
+    /// and of the undetermined amount, the kernel added all, part or none of it (run totals
+    /// only).
+    #[serde(default, skip_serializing_if = "is_zero_imbalance")]
+    pub imbalance_in_flight_amount: Imbalance,
 }
 
 fn is_zero_counts(c: &Counts) -> bool {
     *c == Counts::default()
+}
+
+pub(crate) fn is_zero_imbalance(i: &Imbalance) -> bool {
+    *i == Imbalance::default()
 }
 
 /// The balancer's counters of one interval or run.
@@ -207,6 +216,7 @@ struct Row {
     imbalance: Imbalance,
     undetermined: u64,
     undetermined_amount: Imbalance,
+    in_flight_amount: Imbalance,
 }
 
 /// The counting, over an interval (no window) or a run (the schedstat window).
@@ -371,19 +381,21 @@ impl Counter {
             .filter(|s| s.level == level && s.idle == c.idle)
             .collect();
         let last = searches.len().saturating_sub(1);
-        let in_window = self.inside(entry);
+        // The kernel adds a search's imbalance somewhere between the call's entry and exit.
+        let place = match self.windowed {
+            true => self.window.place(entry, exit),
+            false => Place::In,
+        };
         for (i, s) in searches.iter().enumerate() {
-            if s.balanced {
+            if s.balanced || place == Place::Out {
                 continue;
             }
             let went_on = i < last || c.moved > 0 || c.failed;
-            if !in_window {
-                continue;
-            }
             let row = self.rows.entry(key).or_default();
-            match went_on {
-                true => row.imbalance.add(s.migration_type, s.imbalance),
-                false => {
+            match (place, went_on) {
+                (Place::InFlight, _) => row.in_flight_amount.add(s.migration_type, s.imbalance),
+                (_, true) => row.imbalance.add(s.migration_type, s.imbalance),
+                (_, false) => {
                     row.undetermined += 1;
                     row.undetermined_amount.add(s.migration_type, s.imbalance);
                 }
@@ -411,6 +423,7 @@ impl Counter {
                 imbalance_undetermined: r.undetermined,
                 imbalance_undetermined_amount: r.undetermined_amount,
                 in_flight: r.in_flight,
+                imbalance_in_flight_amount: r.in_flight_amount,
             })
             .collect();
         let mut gained_by_migrations: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();

@@ -2,7 +2,7 @@
 //! run's two `/proc/schedstat` reads, and the kernel's difference of those reads, per domain
 //! level and idle type (the JSON contract of `report`'s `balancer_counters` line).
 
-use super::counters::{idle_name, BalancerCounters, Counts, Imbalance};
+use super::counters::{idle_name, is_zero_imbalance, BalancerCounters, Counts, Imbalance};
 use crate::event::SchedstatText;
 use crate::schedstat::{self, IdleCounters, IDLE_ORDER};
 use crate::topology::IndexedTopology;
@@ -22,6 +22,10 @@ pub struct Ours {
     pub imbalance_undetermined_amount: Imbalance,
     /// Counts left out because their moment fell inside a schedstat read.
     pub in_flight: Counts,
+    /// The imbalance of searches made inside a read: the kernel's figure may exceed
+    /// `imbalance` plus the undetermined amount by up to this.
+    #[serde(default, skip_serializing_if = "is_zero_imbalance")]
+    pub imbalance_in_flight_amount: Imbalance,
 }
 
 /// One level and idle type, lbscope's counts and the kernel's.
@@ -139,6 +143,7 @@ impl RunReport {
                     imbalance_undetermined: r.imbalance_undetermined,
                     imbalance_undetermined_amount: r.imbalance_undetermined_amount,
                     in_flight: r.in_flight,
+                    imbalance_in_flight_amount: r.imbalance_in_flight_amount,
                 }),
                 kernel: None,
             });

@@ -249,21 +249,22 @@ def check_schedstat(a, out, snaps, counters, reclog=""):
                         "skipped)")
                 ok = False
     # The imbalance: lbscope counts what it can tell the kernel added, and apart what the
-    # kernel added or not (calls with no busiest queue or only pinned tasks): the kernel's
-    # figure must lie between the two.
+    # kernel added or not (calls with no busiest queue or only pinned tasks, and calls made
+    # during a read): the kernel's figure must lie between the two.
     imbalance = []
     for key in sorted(set(kernel) | set(ours)):
         kv = (kernel.get(key) or {}).get("lb_imbalance", 0)
         o = ours.get(key) or {}
         lo = sum((o.get("imbalance") or {}).values())
-        hi = lo + sum((o.get("imbalance_undetermined_amount") or {}).values())
+        hi = lo + sum((o.get("imbalance_undetermined_amount") or {}).values()) \
+            + sum((o.get("imbalance_in_flight_amount") or {}).values())
         if kv == lo == 0:
             continue
         imbalance.append({"level": key[0], "idle": key[1], "lbscope": lo,
                           "lbscope_with_undetermined": hi, "kernel": kv})
         if not lo <= kv <= hi:
             fail(a, f"schedstat {key[0]} {key[1]} lb_imbalance: kernel {kv}, lbscope {lo} "
-                    f"to {hi} with the undetermined calls")
+                    f"to {hi} with the undetermined and in-flight calls")
             ok = False
     out["schedstat"] = {"version": v1, "rows": rows, "equal": sum(r["equal"] for r in rows),
                         "compared": len(rows), "lost_events": counters[-1]["lost_events"],

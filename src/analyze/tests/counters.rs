@@ -299,3 +299,31 @@ fn the_run_counts_between_the_reads() {
     assert_eq!(ours.counts, counts(4, 1, 1, 1));
     assert_eq!(ours.in_flight, counts(2, 3, 0, 0));
 }
+
+#[test]
+fn the_imbalance_of_a_call_made_during_a_read_is_counted_in_flight() {
+    use CpuIdleType::*;
+    let events = [
+        schedstat(10000000, false, 1000000),
+        // Wholly inside: its imbalance counts.
+        search(20000001, 0, LLC, Idle, Some((MigrationType::Task, 1))),
+        call(20000000, 0, LLC, Idle, 0, true, 500000),
+        schedstat(100000000, true, 1000000),
+        // Failed during the end read: the kernel may have added its imbalance before its
+        // copy of this CPU was printed, or after (6.12 4node group-imbalance: kernel 41,
+        // lbscope 38, with three failed calls in flight).
+        search(100200001, 1, LLC, Idle, Some((MigrationType::Task, 3))),
+        call(100200000, 1, LLC, Idle, 0, true, 300000),
+        // Balanced during the start read: not in flight (nothing to add).
+        search(10100001, 1, LLC, Idle, None),
+        call(10100000, 1, LLC, Idle, 0, false, 300000),
+    ];
+    let mut a = analyzer(topo3(), LONG);
+    run(&mut a, &events);
+    let r = a.run_counters();
+    let ours = r.rows[0].lbscope.as_ref().unwrap();
+    assert_eq!(ours.imbalance.task, 1);
+    assert_eq!(ours.imbalance_undetermined_amount, Imbalance::default());
+    assert_eq!(ours.imbalance_in_flight_amount.task, 3);
+    assert_eq!(ours.in_flight, counts(2, 1, 1, 0));
+}
