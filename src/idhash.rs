@@ -2,7 +2,7 @@
 //! SipHash. The keys come from the kernel, not from an adversary who could aim collisions at
 //! the analyzer, and the replay speed depends on these lookups.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// Multiplicative (Fibonacci) hashing of integer keys.
@@ -39,6 +39,9 @@ impl Hasher for IdHasher {
 
 /// A `HashMap` with integer keys hashed by [`IdHasher`].
 pub type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// A `HashSet` of integers hashed by [`IdHasher`].
+pub type IdSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,7 @@
 //! (shared/reference/balancer.md §2).
 
 use crate::event::{MigrateContext, Pid, Reason};
-use std::collections::HashMap;
+use crate::idhash::IdMap;
 
 /// What a stack alone says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,9 +161,9 @@ const NUMA_PENDING_NS: u64 = 1_000_000_000;
 #[derive(Default, Debug)]
 pub struct Resolver {
     /// (pid, src, dst) -> time of the NUMA move or swap that announced it.
-    pending_numa: HashMap<(Pid, u32, u32), u64>,
+    pending_numa: IdMap<(Pid, u32, u32), u64>,
     /// Per executing CPU: the pid of the last `sched_waking` it ran.
-    last_waking: HashMap<u32, Pid>,
+    last_waking: IdMap<u32, Pid>,
 }
 
 impl Resolver {

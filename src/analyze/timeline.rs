@@ -10,7 +10,9 @@
 //! differs from its previous one), and a list of marks, both in time order. Memory is
 //! bounded by the window, not by the run: changes and marks older than `now - window` go,
 //! and each CPU keeps at most [`LANE_BUDGET`] / CPUs changes (at least [`MIN_LANE`]), the
-//! oldest going first, so a storm shortens what is kept instead of growing it. A replay
+//! oldest going first, so a storm shortens what is kept instead of growing it; a queue at its
+//! bound reserves that bound, not the next power of two (the oldest goes before the newest
+//! comes, and the last growth stops at the bound). A replay
 //! restricts the timeline to a clip of the recording ([`Timeline::clip`]) and moves the
 //! clip when the screen leaves it.
 //!
@@ -169,6 +171,16 @@ struct Lane {
     now: CpuState,
 }
 
+/// Before adding one item to `q`, which never holds more than `cap` (the caller drops the
+/// oldest first when it is full): where the queue's allocation would double past `cap`, it
+/// grows to exactly `cap`. A queue at its bound then reserves what it holds, not the next
+/// power of two.
+fn room_within<T>(q: &mut VecDeque<T>, cap: usize) {
+    if q.len() == q.capacity() && q.len() < cap && q.len().saturating_mul(2) > cap {
+        q.reserve_exact(cap - q.len());
+    }
+}
+
 /// The per-CPU timeline and its marks. See the module header.
 #[derive(Clone, Debug)]
 pub struct Timeline {
@@ -246,6 +258,13 @@ impl Timeline {
     /// Changes and marks held (memory accounting, tests).
     pub fn len(&self) -> usize {
         self.lanes.iter().map(|l| l.changes.len()).sum::<usize>() + self.marks.len()
+    }
+
+    /// Bytes its queues reserve (memory accounting, tests): a queue at its bound reserves
+    /// exactly its bound.
+    pub fn reserved_bytes(&self) -> usize {
+        let lanes: usize = self.lanes.iter().map(|l| l.changes.capacity()).sum();
+        lanes * std::mem::size_of::<Change>() + self.marks.capacity() * std::mem::size_of::<Mark>()
     }
 
     /// Whether nothing is held.
@@ -357,15 +376,16 @@ impl Timeline {
         let t = t.max(self.clip.0);
         if lane.changes.back().is_some_and(|c| c.t_ns == t) {
             lane.changes.back_mut().expect("checked").state = state;
-        } else {
-            lane.changes.push_back(Change { t_ns: t, state });
+            return;
         }
-        if lane.changes.len() > self.lane_cap {
+        if lane.changes.len() >= self.lane_cap {
             lane.changes.pop_front();
             if let Some(c) = lane.changes.front() {
                 self.trimmed_to = self.trimmed_to.max(c.t_ns);
             }
         }
+        room_within(&mut lane.changes, self.lane_cap);
+        lane.changes.push_back(Change { t_ns: t, state });
     }
 
     fn mark(&mut self, t: u64, kind: MarkKind) {
@@ -373,12 +393,18 @@ impl Timeline {
             return;
         }
         // Marks keep the event's own time, so one delivered late lands in its place.
-        let at = self.marks.partition_point(|m| m.t_ns <= t);
-        self.marks.insert(at, Mark { t_ns: t, kind });
-        if self.marks.len() > MARK_BUDGET {
-            self.marks.pop_front();
+        let mut at = self.marks.partition_point(|m| m.t_ns <= t);
+        if self.marks.len() >= MARK_BUDGET {
             self.marks_capped = true;
+            if at == 0 {
+                // Older than every mark kept: the first to go.
+                return;
+            }
+            self.marks.pop_front();
+            at -= 1;
         }
+        room_within(&mut self.marks, MARK_BUDGET);
+        self.marks.insert(at, Mark { t_ns: t, kind });
     }
 
     /// Drops what fell out of the window; a CPU keeps the change in force at its start.

@@ -39,11 +39,11 @@ pub use stats::{GroupStats, GroupType, MigrationType, ModelRules};
 
 use crate::cpuset::CpuSet;
 use crate::event::{CpuIdleType, Event, EventKind, Pid};
+use crate::idhash::IdSet;
 use crate::topology::{IndexedTopology, LevelKind, Topology};
 use domains::{DomainTable, ModelDomain};
 use serde_json::json;
 use stats::CpuSample;
-use std::collections::HashSet;
 pub use task::{TaskExt, TaskTable};
 
 /// The model's thresholds; every one is a `report`/`diff` flag.
@@ -217,7 +217,7 @@ pub struct Model<X = ()> {
     llc_idle: Vec<u32>,
     tasks: TaskTable<X>,
     /// Pids of the CPUs' stopper threads (`migration/N`), which are not CFS tasks.
-    stoppers: HashSet<Pid>,
+    stoppers: IdSet<Pid>,
     /// Wakeups between `sched_waking` and `sched_wakeup` (see `waking`).
     wakes: waking::InFlight,
     log: FindingLog,
@@ -263,7 +263,7 @@ impl<X: TaskExt> Model<X> {
             cpus: vec![CpuState::default(); cpu_slots(topo)],
             known_idle: CpuSet::new(),
             tasks: TaskTable::default(),
-            stoppers: HashSet::new(),
+            stoppers: IdSet::default(),
             wakes: waking::InFlight::default(),
             moves: vec![0; n],
             prev_imbalance: vec![0; n],

@@ -3,25 +3,29 @@
 //! [`App::handle`] applies an action and says what the loop must do beyond redrawing
 //! ([`Effect`]); views only read this state.
 //!
-//! Invariants: `history` holds at most [`HISTORY`] snapshots, oldest first; `cursor`, when
-//! set, indexes into it; without a cursor the views show the newest snapshot. The history
-//! charts draw the last `window` snapshots up to the one shown; a live change of interval or
-//! filter keeps the snapshots and adds a [`Mark`] (only marks within the history are kept).
+//! Invariants: a live `history` holds at most [`HISTORY`] intervals, oldest first (a replay's
+//! holds the whole recording); `cursor`, when set, indexes into it and the history holds
+//! that interval whole (see `super::store`: past intervals are kept packed, their chart
+//! figures apart); without a cursor the views show the newest snapshot. The history charts
+//! draw the last `window` intervals' figures up to the one shown; a live change of interval
+//! or filter keeps the intervals and adds a [`Mark`] (only marks within the history are
+//! kept).
 
 use super::diff_timeline::{self, DiffTimelines};
 use super::history::{self, Mark, Series};
 use super::keymap::Action;
+use super::store::History;
 use super::timeline::{self, TimelineUi};
 use crate::analyze::timeline::Timeline;
 use crate::analyze::Snapshot;
 use crate::analyze::TaskMigrations;
 use crate::diff::Diff;
 use crate::topology::Topology;
-use std::collections::VecDeque;
 
-/// Snapshots a live screen keeps for seeking back and for the history charts: the widest
+/// Intervals a live screen keeps for seeking back and for the history charts: the widest
 /// chart window (10 minutes at the default interval), so memory is bounded by the window,
-/// not by how long `top` runs.
+/// not by how long `top` runs. Each past interval is held packed with its chart figures
+/// apart, a few KiB (`super::store`).
 pub const HISTORY: usize = 600;
 /// The refresh intervals `+`/`-` step through, in ms.
 pub const INTERVALS_MS: &[u64] = &[250, 500, 1000, 2000, 5000, 10_000];
@@ -137,10 +141,11 @@ pub struct App {
     pub prev_view: View,
     /// The machine (or recording) topology.
     pub topo: Topology,
-    /// Snapshots, oldest first.
-    pub history: VecDeque<Snapshot>,
-    /// The snapshot shown; `None` = the newest.
-    pub cursor: Option<usize>,
+    /// The intervals kept, oldest first.
+    pub history: History,
+    /// The interval shown; `None` = the newest. Set through [`App::set_cursor`], which
+    /// has the history hold that interval whole.
+    cursor: Option<usize>,
     /// Pause: live keeps collecting but the screen holds; replay stops advancing.
     pub paused: bool,
     /// The analyzer's interval, ns.
@@ -195,7 +200,7 @@ impl App {
             view: View::Overview,
             prev_view: View::Overview,
             topo,
-            history: VecDeque::new(),
+            history: History::new(),
             cursor: None,
             paused: false,
             interval_ns,
@@ -231,11 +236,27 @@ impl App {
         a
     }
 
-    /// The snapshot the views show.
+    /// The snapshot the views show, whole. (Should unpacking a past interval ever fail, its
+    /// chart figures, with the other tables empty; the footer says so.)
     pub fn current(&self) -> Option<&Snapshot> {
         match self.cursor {
-            Some(i) => self.history.get(i),
-            None => self.history.back(),
+            Some(i) => self.history.whole(i).or_else(|| self.history.get(i)),
+            None => self.history.newest(),
+        }
+    }
+
+    /// The interval shown; `None` = the newest.
+    pub fn cursor(&self) -> Option<usize> {
+        self.cursor
+    }
+
+    /// Shows interval `c` (`None`: the newest), clamped to the history.
+    pub fn set_cursor(&mut self, c: Option<usize>) {
+        self.cursor = c.map(|i| i.min(self.history.len().saturating_sub(1)));
+        if let Some(i) = self.cursor {
+            if !self.history.is_empty() && !self.history.open(i) {
+                self.status = Some("this interval's tables could not be read back".into());
+            }
         }
     }
 
@@ -262,6 +283,7 @@ impl App {
     /// The snapshots the history charts draw: the last `window` up to the one shown, oldest
     /// first.
     pub fn window_snaps(&self) -> Vec<&Snapshot> {
+        // The chart figures: every chart reads only them (`history::chart_figures`).
         let Some(pos) = self.position() else {
             return Vec::new();
         };
@@ -284,18 +306,21 @@ impl App {
 
     /// Adds a snapshot from the analyzer. A paused live screen keeps showing its snapshot.
     pub fn push(&mut self, s: Snapshot) {
-        if self.paused && self.cursor.is_none() && !self.history.is_empty() {
-            self.cursor = Some(self.history.len() - 1);
+        let mut cursor = self.cursor;
+        if self.paused && cursor.is_none() && !self.history.is_empty() {
+            cursor = Some(self.history.len() - 1);
         }
-        if self.history.len() == HISTORY {
+        self.history.reserve_total(HISTORY);
+        if self.history.len() >= HISTORY {
             self.history.pop_front();
-            if let Some(c) = self.cursor.as_mut() {
-                *c = c.saturating_sub(1);
-            }
+            cursor = cursor.map(|c| c.saturating_sub(1));
             let first = self.history.front().map_or(0, |f| f.t_start_ns);
             self.marks.retain(|m| m.t_ns >= first);
         }
-        self.history.push_back(s);
+        self.history.push(s);
+        if cursor.is_some() {
+            self.set_cursor(cursor);
+        }
     }
 
     /// Replaces the snapshots (a replay re-analysed), keeping the cursor near `t_ns`.
@@ -303,7 +328,7 @@ impl App {
         // Every interval was analysed again with the settings now in force: nothing to mark.
         self.marks.clear();
         self.history = snaps.into();
-        self.cursor = if self.history.is_empty() {
+        let cursor = if self.history.is_empty() {
             None
         } else {
             let i = t_ns.map_or(0, |t| {
@@ -314,6 +339,7 @@ impl App {
             });
             Some(i)
         };
+        self.set_cursor(cursor);
     }
 
     /// Moves the time cursor by `delta` snapshots; moving past the newest in live mode
@@ -323,11 +349,11 @@ impl App {
         let Some(pos) = self.position() else { return };
         let last = self.history.len() - 1;
         let to = (pos as i64 + delta).clamp(0, last as i64) as usize;
-        self.cursor = if to == last && follow_newest && !self.paused {
+        self.set_cursor(if to == last && follow_newest && !self.paused {
             None
         } else {
             Some(to)
-        };
+        });
     }
 
     fn step_interval(&self, up: bool) -> u64 {
@@ -477,9 +503,9 @@ impl App {
                     self.tl.at_ns = None;
                 }
                 if self.paused {
-                    self.cursor = self.position();
+                    self.set_cursor(self.position());
                 } else if self.is_live() {
-                    self.cursor = None;
+                    self.set_cursor(None);
                 }
                 self.status = Some(if self.paused { "paused" } else { "resumed" }.into());
             }

@@ -179,7 +179,9 @@ fn two_hundred_fifty_six_cpus_fold_by_llc_on_both_sides() {
     // The timeline tests' story (CPU 0: 2 waiting from 3 to 5 ms, CPU 200 pulls at 7 ms)
     // on a 256-CPU topology, the same run on both sides.
     let single = app_of(big(), &story(200));
-    let snaps: Vec<Snapshot> = single.history.iter().cloned().collect();
+    let snaps: Vec<Snapshot> = (0..single.history.len())
+        .map(|i| single.history.unpack(i).unwrap())
+        .collect();
     let sum = |l: &str| RunSummary::from_snapshots(&snaps, l, RunMeta::default());
     let mut app = App::for_diff(crate::diff::diff(&sum("a"), &sum("b")), big());
     let start_ns = snaps[0].t_start_ns;

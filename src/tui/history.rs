@@ -6,9 +6,13 @@
 //! (after `+`/`-`) stay comparable on one chart; latency is in microseconds; idle-while-
 //! others-wait in percent of the interval; the model's imbalance in its own unit (load,
 //! utilization or tasks, by the domain's migration type); findings are counts per interval.
+//!
+//! Every chart reads only the fields [`chart_figures`] keeps, so a screen can hold past
+//! intervals in that reduced form (see `super::store`) and draw the same charts.
 
-use crate::analyze::Snapshot;
+use crate::analyze::{DomainLatency, LatencySummary, MigrationStats, Snapshot};
 use crate::cpuset::CpuSet;
+use crate::model::DomainView;
 use crate::topology::Topology;
 use std::collections::BTreeMap;
 
@@ -118,6 +122,58 @@ pub struct Chart {
     pub title: String,
     /// The rows, most telling first.
     pub rows: Vec<Row>,
+}
+
+/// The part of a snapshot the charts of this module read, every other table left empty: its
+/// times, migrations in all and by reason, run-queue latency's count and percentiles (overall
+/// and per domain, without the histogram), idle-while-others-wait per domain, each domain's
+/// imbalance (without its groups) and findings by kind. [`chart`] and [`domain_chart`] draw
+/// the same over these as over the whole snapshots.
+pub fn chart_figures(s: &Snapshot) -> Snapshot {
+    let summary = |l: &LatencySummary| LatencySummary {
+        log2_buckets: Vec::new(),
+        ..*l
+    };
+    Snapshot {
+        t_start_ns: s.t_start_ns,
+        t_end_ns: s.t_end_ns,
+        partial: s.partial,
+        events: s.events,
+        lost_events: s.lost_events,
+        migrations: MigrationStats {
+            total: s.migrations.total,
+            by_reason: s.migrations.by_reason.clone(),
+            ..MigrationStats::default()
+        },
+        runqlat_us: summary(&s.runqlat_us),
+        runqlat_by_domain: s
+            .runqlat_by_domain
+            .iter()
+            .map(|d| DomainLatency {
+                level: d.level.clone(),
+                span: d.span,
+                latency: summary(&d.latency),
+            })
+            .collect(),
+        idle_while_waiting: s.idle_while_waiting.clone(),
+        domains: s
+            .domains
+            .iter()
+            .map(|d| DomainView {
+                level: d.level.clone(),
+                span: d.span,
+                imbalance_pct: d.imbalance_pct,
+                imb_numa_nr: d.imb_numa_nr,
+                local_group: d.local_group,
+                busiest_group: d.busiest_group,
+                imbalance: d.imbalance,
+                migration_type: d.migration_type,
+                groups: Vec::new(),
+            })
+            .collect(),
+        findings_by_kind: s.findings_by_kind.clone(),
+        ..Snapshot::default()
+    }
 }
 
 fn per_sec(count: u64, s: &Snapshot) -> Option<f64> {

@@ -115,7 +115,7 @@ fn rate(s: &Snapshot, n: u64) -> f64 {
 fn demo_at_end(view: View) -> (App, Vec<Snapshot>) {
     let (mut app, snaps) = replay_app(DEMO, view);
     app.window = history::fit_window(snaps.len());
-    app.cursor = Some(snaps.len() - 1);
+    app.set_cursor(Some(snaps.len() - 1));
     (app, snaps)
 }
 
@@ -220,9 +220,9 @@ fn the_window_keys_and_the_cursor_bound_the_chart() {
     app.handle(Action::WindowShorter);
     assert_eq!(app.window, 30, "30 is the narrowest");
     // Seeking back: the chart ends at the interval shown.
-    app.cursor = Some(5);
+    app.set_cursor(Some(5));
     assert_eq!(app.window_snaps().len(), 6);
-    assert_eq!(*app.window_snaps()[5], snaps[5]);
+    assert_eq!(*app.window_snaps()[5], history::chart_figures(&snaps[5]));
     let scr = render(&app, 80, 24);
     has(&scr, "6 of 30 intervals");
     let (d, _) = drawn(&scr, "summary", 6);

@@ -5,6 +5,7 @@
 //! - `keymap`: keys to actions, and the table the help view lists;
 //! - `state`: the adapter from snapshots to domain, group and finding rows;
 //! - `history`: the series the history charts draw, from a window of snapshots;
+//! - `store`: the intervals a screen keeps: chart figures, and whole snapshots packed;
 //! - `views`: one file per view, reading state only;
 //! - `run`: the event loop and its feeds (live analyzer, replay cursor);
 //! - `timeline`: the timeline view's state and keys, and the finding explained;
@@ -21,6 +22,9 @@ mod history_tests;
 pub mod keymap;
 pub mod run;
 pub mod state;
+pub mod store;
+#[cfg(test)]
+mod store_tests;
 pub mod term;
 #[cfg(test)]
 mod tests;

@@ -269,7 +269,7 @@ where
             return false;
         }
         self.last = Instant::now();
-        app.cursor = Some(pos + 1);
+        app.set_cursor(Some(pos + 1));
         true
     }
 

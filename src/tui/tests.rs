@@ -503,7 +503,7 @@ fn keys_switch_views_pause_and_reconfigure() {
     app.handle(Action::NextView);
     assert_eq!(app.view, View::Overview);
     // Replay: right seeks, step pauses and moves one interval.
-    app.cursor = Some(0);
+    app.set_cursor(Some(0));
     app.handle(Action::Right);
     assert_eq!(app.position(), Some(1));
     app.handle(Action::Step);
@@ -559,7 +559,7 @@ fn live_pause_holds_the_screen_while_collecting() {
     assert_eq!(app.current(), Some(&snaps[1]), "left: one interval back");
     has(&render(&app, 80, 24), "| 1 BACK");
     app.handle(Action::Right);
-    assert_eq!(app.cursor, None, "right at the newest: following again");
+    assert_eq!(app.cursor(), None, "right at the newest: following again");
     let scr = render(&app, 80, 24);
     has(&scr, "lbscope top");
     has(&scr, "probes: tracepoints only (tp_btf; 7 of 7 attached)");

@@ -201,7 +201,7 @@ pub fn focus_ns(app: &App) -> Option<u64> {
         return Some(t);
     }
     let end = app.current().map(|s| s.t_end_ns.saturating_sub(1));
-    match (&app.timeline, app.cursor) {
+    match (&app.timeline, app.cursor()) {
         (Some(tl), None) if tl.now_ns() > 0 => {
             Some(end.map_or(tl.now_ns(), |e| e.max(tl.now_ns())))
         }
@@ -224,7 +224,7 @@ fn move_cursor(app: &mut App, cells: i64) {
     app.tl.at_ns = Some(to);
     app.paused = true;
     if let Some(i) = app.history.iter().position(|s| s.t_end_ns > to) {
-        app.cursor = Some(i);
+        app.set_cursor(Some(i));
     }
 }
 
@@ -284,10 +284,11 @@ pub fn handle(app: &mut App, a: Action) -> bool {
             if app.history.is_empty() {
                 return true;
             }
-            app.cursor = Some(app.history.len() - 1);
             if matches!(app.source, super::app::SourceInfo::Live { .. }) {
                 app.paused = false;
-                app.cursor = None;
+                app.set_cursor(None);
+            } else {
+                app.set_cursor(Some(app.history.len() - 1));
             }
         }
         _ => return false,

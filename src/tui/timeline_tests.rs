@@ -355,7 +355,7 @@ fn enter_on_a_missed_pull_shows_its_idle_stretch_and_esc_goes_back() {
                 .map(|f| (i, f.clone()))
         })
         .expect("the recording has a missed pull");
-    app.cursor = Some(i);
+    app.set_cursor(Some(i));
     app.view = View::Findings;
     let rows = views::finding_rows(&app).1;
     let sel = rows

@@ -132,6 +132,34 @@ fn a_storm_is_capped_by_the_budget() {
         .collect();
     follow(&mut tl, &mut a, &evs);
     assert_eq!(tl.len(), MIN_LANE);
+    // Full, the lane reserves its bound and no more (not twice it, the next doubling).
+    assert_eq!(
+        tl.reserved_bytes(),
+        MIN_LANE * std::mem::size_of::<Change>()
+    );
+}
+
+#[test]
+fn a_lane_and_the_marks_at_a_bound_not_a_power_of_two_reserve_that_bound() {
+    // 3 CPUs: a third of the budget each. Migrations back and forth between CPUs 0 and 1,
+    // one change a side and one mark each, well past both bounds.
+    let mut a = analyzer(Topology::synthetic_flat(3), LONG);
+    let mut tl = Timeline::new(3, u64::MAX);
+    let lane = LANE_BUDGET / 3;
+    let n = (lane.max(MARK_BUDGET) + lane / 2) as u64;
+    let mut evs = vec![switch(1, 0, 0, 0, 10), switch(1, 1, 0, 0, 20)];
+    for i in 0..n {
+        let (src, dst) = if i % 2 == 0 { (0, 1) } else { (1, 0) };
+        evs.push(wakeup(10 + i * 100, 30, src));
+        evs.push(migrate(60 + i * 100, 30, src, dst, Reason::PeriodicBalance));
+    }
+    follow(&mut tl, &mut a, &evs);
+    assert!(tl.marks_capped());
+    let bound =
+        2 * lane * std::mem::size_of::<Change>() + MARK_BUDGET * std::mem::size_of::<Mark>();
+    // CPU 2 never changed: its lane holds nothing.
+    assert!(tl.len() <= 2 * lane + MARK_BUDGET, "{}", tl.len());
+    assert_eq!(tl.reserved_bytes(), bound);
 }
 
 #[test]

@@ -9,6 +9,7 @@ use crate::event::{
     Balance, BalanceCall, BalanceOrigin, CpuIdleType, Event, EventKind, MigrateContext,
     MigrationType, NumaOp, Reason, ReasonSource, RtCall, RtFunc,
 };
+use crate::idhash::IdMap;
 use crate::reason::{classify_frames, Resolver, StackClass};
 use std::collections::HashMap;
 
@@ -43,7 +44,7 @@ fn comm_str(c: &[std::ffi::c_char]) -> String {
 /// Turns records into events, classifying each distinct migration stack once.
 pub struct Decoder {
     kallsyms: Kallsyms,
-    stacks: HashMap<u32, StackClass>,
+    stacks: IdMap<u32, StackClass>,
     /// Stacks that came inline (the stack map's bucket was taken), by their addresses: the id
     /// each was given, from [`INLINE_STACK_IDS`] on.
     inline_stacks: HashMap<Vec<u64>, u32>,
@@ -58,7 +59,7 @@ impl Decoder {
     pub fn new(kallsyms: Kallsyms) -> Self {
         Decoder {
             kallsyms,
-            stacks: HashMap::new(),
+            stacks: IdMap::default(),
             inline_stacks: HashMap::new(),
             resolver: Resolver::new(),
             cgroups: CgroupNames::new(),

@@ -59,7 +59,7 @@ fn title_line(app: &App, pal: Palette) -> Line<'static> {
         pal.title(),
     )];
     if app.diff.is_none() {
-        let behind = match (app.cursor, &app.source) {
+        let behind = match (app.cursor(), &app.source) {
             (Some(c), SourceInfo::Live { .. }) => app.history.len().saturating_sub(c + 1),
             _ => 0,
         };
