@@ -73,6 +73,18 @@ fn the_charts_draw_the_same_from_the_figures() {
     }
 }
 
+/// A live screen at 1 s intervals over `topo`.
+fn live_app(topo: Topology) -> App {
+    App::new(
+        topo,
+        1_000_000_000,
+        SourceInfo::Live {
+            probe_mode: "test".into(),
+        },
+        0,
+    )
+}
+
 /// `s` moved to start `shift` ns later.
 fn shifted(s: &Snapshot, shift: u64) -> Snapshot {
     let mut s = s.clone();
@@ -86,14 +98,7 @@ fn a_full_live_history_retains_the_same_however_long_the_run() {
     // The lab's wakeup storm (16 CPUs, 4 nodes, findings with their evidence in every
     // interval), its intervals fed again and again as a live screen receives them.
     let (topo, snaps) = snaps_of("tests/fixtures/lab/6.1-4node-wakeup-storm.lbs");
-    let mut app = App::new(
-        topo,
-        1_000_000_000,
-        SourceInfo::Live {
-            probe_mode: "test".into(),
-        },
-        0,
-    );
+    let mut app = live_app(topo);
     let span = snaps.last().unwrap().t_end_ns - snaps[0].t_start_ns;
     let mut n = 0;
     let mut feed = |app: &mut App, count: usize| {
@@ -140,14 +145,7 @@ fn a_full_live_history_retains_the_same_however_long_the_run() {
 #[test]
 fn a_paused_screen_keeps_its_interval_whole_as_the_history_moves_on() {
     let (topo, snaps) = snaps_of("tests/fixtures/lab/6.1-4node-wakeup-storm.lbs");
-    let mut app = App::new(
-        topo,
-        1_000_000_000,
-        SourceInfo::Live {
-            probe_mode: "test".into(),
-        },
-        0,
-    );
+    let mut app = live_app(topo);
     let span = snaps.last().unwrap().t_end_ns - snaps[0].t_start_ns;
     let nth = |n: usize| shifted(&snaps[n % snaps.len()], (n / snaps.len()) as u64 * span);
     for n in 0..super::app::HISTORY {
