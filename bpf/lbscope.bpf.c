@@ -838,7 +838,8 @@ static __always_inline int send_pelt(const bool btf, __u64 ts, __u64 now, struct
  * a dequeue, a tick) just after the pelt_cfs_tp of that update, with no tracepoint of its
  * own: the balancer reads the new sum, the last record the old one (2s-smt-numa
  * group-imbalance: SMT siblings both overloaded, their loads apart by a hundred). Called
- * after those updates: at nr_running changes, and at a switch to sleep and a wakeup. */
+ * after those updates: at nr_running changes, at a switch to sleep and a wakeup, and after
+ * each timer callback (h_timer_exit, for the tick's). */
 static __always_inline void resync_load(const bool btf, __u64 ts, struct rq *rq, __u32 cpu,
 					struct rq_state *st)
 {
