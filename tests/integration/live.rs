@@ -329,6 +329,14 @@ fn folded_runqlat_matches_libbpf_tools() {
     compare_with_runqlat(&["--fold", "on"]);
 }
 
+/// How far one log2 slot of the two tools may differ, as a share of the samples. The counts
+/// agree exactly; a slot moves because both tools' handlers run one after the other on the
+/// same tracepoints, so each reads the clock a few hundred ns after the other at a wakeup or
+/// a switch, and this workload's waits crowd the 16 us slot edge on the 2-vCPU VM: over 13
+/// runs in the order below the worst slot differed by 0.1-2.2% of the total, and by 5.5-8.5%
+/// with lbscope attached first. A slot's bucketing error moves a whole slot, far beyond this.
+const SLOT_SKEW: f64 = 0.04;
+
 /// lbscope's run-queue latency of one process, with `extra` report flags, against runqlat's.
 fn compare_with_runqlat(extra: &[&str]) {
     let comm = unique_comm("lbslat");
@@ -384,18 +392,23 @@ fn compare_with_runqlat(extra: &[&str]) {
         "{extra:?}: sample counts within 1%: lbscope {our_total}, runqlat {their_total}"
     );
     let slots = ours.len().max(theirs.len() + 1);
+    let mut worst = 0.0f64;
     for slot in 0..slots {
         let lo = if slot == 0 { 0 } else { 1u64 << slot };
         let a = ours.get(slot).copied().unwrap_or(0);
         let b = theirs.get(&lo).copied().unwrap_or(0);
         let d = a.abs_diff(b) as f64 / their_total as f64;
+        worst = worst.max(d);
         assert!(
-            d <= 0.02,
+            d <= SLOT_SKEW,
             "{extra:?}: slot {lo}: lbscope {a}, runqlat {b} (differ by {:.1}% of the total)",
             d * 100.0
         );
     }
-    eprintln!("{extra:?}: runqlat total {their_total}, lbscope {our_total}");
+    eprintln!(
+        "{extra:?}: runqlat total {their_total}, lbscope {our_total}; slots differ by at most {:.2}% of the total",
+        worst * 100.0
+    );
 }
 
 /// hackbench under `report` streaming (`--fold off`) and folded (`--fold on`): the folded run
