@@ -42,6 +42,10 @@ const volatile __u64 ringbuf_size = 16 << 20;
  * crosses 0/1/2 or at most every nr_sample_ns per CPU otherwise. fold_tgid: fold only this
  * process's samples (0: all). nr_cpus: possible CPUs, for the busy count. */
 const volatile bool fold = false;
+/* Folded mode without the nr_running program (user space sets it when the kernel's tasks
+ * carry se.cfs_rq): each run queue's count is read where the switch, wakeup and migration
+ * handlers already run, instead of at every enqueue and dequeue. */
+const volatile bool fold_nr_at_events = false;
 const volatile __u32 fold_tgid = 0;
 const volatile __u64 nr_sample_ns = 1000000;
 const volatile __s64 nr_cpus = 1;
@@ -557,6 +561,41 @@ static __always_inline void send_nr(__u64 ts, __u32 cpu, struct rq_state *st, __
 	emit_rq_cpu(ts, cpu, LBS_NR_RUNNING, nr, 0, 0);
 }
 
+/* Folded mode: `rq`'s nr_running as it is now; sent when it crossed 0/1/2 since the last one
+ * sent, or moved above 2 and nr_sample_ns passed. Called with the run queue's lock held (a
+ * switch on its CPU, a wakeup onto it, a migration off it), as the nr_running tracepoint is. */
+static __always_inline void fold_nr(const bool btf, __u64 ts, struct rq *rq)
+{
+	__u32 nr, cpu;
+	struct rq_state *st;
+
+	if (!rq)
+		return;
+	nr = RD(btf, rq, nr_running);
+	cpu = RD(btf, rq, cpu);
+	st = bpf_map_lookup_elem(&rqstate, &cpu);
+	if (!st)
+		return;
+	st->nr_now = nr;
+	if (nr == st->nr_sent ||
+	    (nr_class(nr) == nr_class(st->nr_sent) && ts - st->nr_sent_ts < nr_sample_ns))
+		return;
+	send_nr(ts, cpu, st, nr);
+}
+
+/* The run queue task p is on (or, at a migration, leaving): its sched entity's cfs_rq's.
+ * Every task has one, the idle tasks too (set_task_rq at each CPU change); NULL on kernels
+ * without group scheduling, where user space keeps the nr_running program instead. */
+static __always_inline struct rq *task_rq_of(const bool btf, struct task_struct *p)
+{
+	struct cfs_rq *cfs;
+
+	if (!bpf_core_field_exists(p->se.cfs_rq))
+		return NULL;
+	cfs = RD(btf, p, se.cfs_rq);
+	return cfs ? RD(btf, cfs, rq) : NULL;
+}
+
 /*
  * Folded mode's part of a switch: fold next's wait, start prev's if it stays queued, keep
  * the count of busy CPUs, send a sampled nr_running that is due. Returns whether the switch
@@ -595,7 +634,10 @@ static __always_inline bool fold_switch(const bool btf, __u64 ts, struct task_st
 			__sync_fetch_and_add(n, -1);
 		st->busy = busy;
 	}
-	if (st->nr_now != st->nr_sent && ts - st->nr_sent_ts >= nr_sample_ns)
+	/* prev's dequeue (a sleep) and any pull of the newly idle balance are done by now. */
+	if (fold_nr_at_events)
+		fold_nr(btf, ts, task_rq_of(btf, prev));
+	else if (st->nr_now != st->nr_sent && ts - st->nr_sent_ts >= nr_sample_ns)
 		send_nr(ts, cpu, st, st->nr_now);
 	return !prev_pid || !next_pid || first;
 }
@@ -662,6 +704,9 @@ static __always_inline int h_wakeup(const bool btf, __u64 ts, __u64 *ctx)
 	note_task(btf, ts, p, true);
 	if (fold) {
 		fold_wait(btf, ts, p, RD(btf, p, pid));
+		/* The enqueue just done, under the same hold of the target's lock. */
+		if (fold_nr_at_events)
+			fold_nr(btf, ts, task_rq_of(btf, p));
 		/* Nothing to tell unless the task may wait beside an idle CPU (busy_wakeup): a
 		 * wakeup that moves it is a migration, streamed anyway. */
 		if (!maybe_idle())
@@ -676,8 +721,11 @@ static __always_inline int h_wakeup_new(const bool btf, __u64 ts, __u64 *ctx)
 	struct task_struct *p = (void *)ctx[0];
 
 	note_task(btf, ts, p, true);
-	if (fold)
+	if (fold) {
 		fold_wait(btf, ts, p, RD(btf, p, pid));
+		if (fold_nr_at_events)
+			fold_nr(btf, ts, task_rq_of(btf, p));
+	}
 	return emit_wake(btf, ts, p, LBS_WAKEUP_NEW, task_cpu_of(btf, p));
 }
 
@@ -691,15 +739,22 @@ static __always_inline int h_migrate(const bool btf, __u64 ts, __u64 *ctx)
 	struct cpu_ctx *c;
 	long stack_id;
 	char comm[16];
+	bool waking;
 
 	if (src == dst)
 		return 0;
+	waking = task_state_of(btf, p) == TASK_WAKING;
+	/* A queued task is dequeued from src, under src's lock, before it is moved: src's count
+	 * is already the new one (a woken task was not queued, and src's lock is not held). dst's
+	 * follows at its next switch or wakeup. */
+	if (fold_nr_at_events && !waking)
+		fold_nr(btf, ts, task_rq_of(btf, p));
 	/* A sleeping task's first sighting can be the move of its wakeup: name it first. */
 	note_task(btf, ts, p, false);
 	/* A task in TASK_WAKING is being placed by try_to_wake_up: the state alone says so
 	 * (the kernel's own test in migrate_task_rq_fair), and a wakeup's stack walk is most
 	 * of what migrations cost. Every other move is named by its stack. */
-	if (task_state_of(btf, p) == TASK_WAKING) {
+	if (waking) {
 		flags |= LBS_MF_WAKING | LBS_MF_NO_STACK;
 		stack_id = -1;
 	} else {

@@ -251,7 +251,8 @@ pub struct CpuStatus {
     pub cpu: u32,
     /// Running its idle task; `None` until the CPU's first switch was seen.
     pub idle: Option<bool>,
-    /// Runnable tasks on its run queue (from `sched_update_nr_running_tp`).
+    /// Runnable tasks on its run queue (from `sched_update_nr_running_tp`; in folded mode as
+    /// the switches, wakeups and migrations read it).
     pub nr_running: Option<u32>,
     /// The running task (0 = idle). In folded mode only idleness is known: `None` while a
     /// task runs.

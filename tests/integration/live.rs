@@ -500,6 +500,11 @@ fn iww_fractions(out: &str) -> Vec<(f64, f64)> {
 }
 
 fn spin_run(pin: Option<&str>) -> Vec<(f64, f64)> {
+    iww_fractions(&spin_report(pin, &[]))
+}
+
+/// `report -i 1` (with `extra` flags) over three spinners, pinned to `pin` or free.
+fn spin_report(pin: Option<&str>, extra: &[&str]) -> String {
     let comm = unique_comm("lbsspin");
     let mut wl_cmd = example("spin");
     wl_cmd.args(["--comm", &comm, "--threads", "3", "--duration-ms", "4500"]);
@@ -507,9 +512,11 @@ fn spin_run(pin: Option<&str>) -> Vec<(f64, f64)> {
         wl_cmd.args(["--pin", p]);
     }
     let mut wl = Workload::start(wl_cmd);
+    let mut args = vec!["-i", "1"];
+    args.extend_from_slice(extra);
     let lbs = Tracer::start(
         "lbscope",
-        report_cmd(&["-i", "1"]),
+        report_cmd(&args),
         Some("tracing"),
         Duration::ZERO,
     );
@@ -517,7 +524,7 @@ fn spin_run(pin: Option<&str>) -> Vec<(f64, f64)> {
     let (ok, out, err) = lbs.interrupt();
     assert!(ok, "lbscope exits 0: {err}");
     wl.finish();
-    iww_fractions(&out)
+    out
 }
 
 #[test]
@@ -541,6 +548,44 @@ fn idle_while_waiting_pinned_vs_movable() {
     }
 
     let free = spin_run(None);
+    assert!(free.len() >= 2, "at least two full intervals: {free:?}");
+    for (movable, _) in &free {
+        assert!(*movable < 0.1, "unpinned spinners are spread: {free:?}");
+    }
+}
+
+/// Folded mode reads nr_running where the switch, wakeup and migration handlers run (no
+/// program on the nr_running tracepoint): three spinners pinned to CPU 0 still make CPU 1
+/// idle while tasks wait there (all counted movable: folded mode has no pinned split), and
+/// CPU 0's run queue holds the three; free spinners spread and nothing waits beside an idle
+/// CPU.
+#[test]
+fn folded_idle_while_waiting_counts_the_queue_without_the_nr_running_program() {
+    let Some(_g) = live_guard() else { return };
+    let pinned = spin_report(Some("0"), &["--fold", "on"]);
+    let fr = iww_fractions(&pinned);
+    assert!(fr.len() >= 2, "at least two full intervals: {fr:?}");
+    for (movable, _) in &fr {
+        assert!(
+            *movable > 0.9,
+            "CPU 1 idles while CPU 0's queue waits: {fr:?}"
+        );
+    }
+    let snaps: Vec<Value> = pinned
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let inner = &snaps[1..snaps.len().saturating_sub(2)];
+    for s in inner {
+        let cpu0 = s["cpus"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["cpu"] == 0))
+            .unwrap_or_else(|| panic!("cpu 0 in {s}"));
+        let nr = cpu0["nr_running"].as_u64().unwrap_or(0);
+        assert!(nr >= 3, "CPU 0 runs one spinner and queues two: {cpu0}");
+    }
+    let free = iww_fractions(&spin_report(None, &["--fold", "on"]));
     assert!(free.len() >= 2, "at least two full intervals: {free:?}");
     for (movable, _) in &free {
         assert!(*movable < 0.1, "unpinned spinners are spread: {free:?}");

@@ -130,6 +130,27 @@ impl Default for LiveConfig {
 /// without a stack is told a wakeup's by the task's TASK_WAKING state.
 pub const RECORDING_ONLY: &[&str] = &["sched_waking"];
 
+/// What folded mode does without: the timer hook serves the streamed PELT sums only, and
+/// nr_running is read at the switches, wakeups and migrations the folded handlers already
+/// see (where the kernel's tasks carry `se.cfs_rq`, the way to their run queue).
+pub fn folded_unneeded() -> Vec<&'static str> {
+    let mut v = vec!["hrtimer_expire_exit"];
+    if tasks_know_their_rq() {
+        v.push("sched_update_nr_running_tp");
+    }
+    v
+}
+
+/// Whether `struct sched_entity` has `cfs_rq` in the kernel's BTF (group scheduling).
+fn tasks_know_their_rq() -> bool {
+    use libbpf_rs::btf::types::Struct;
+    let Ok(btf) = libbpf_rs::btf::Btf::from_path(btf_path()) else {
+        return false;
+    };
+    btf.type_by_name::<Struct<'_>>("sched_entity")
+        .is_some_and(|s| s.iter().any(|m| m.name.is_some_and(|n| n == "cfs_rq")))
+}
+
 /// State of one tracepoint after loading.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -333,6 +354,7 @@ fn load<'o>(
     ro.ringbuf_size = u64::from(cfg.ringbuf_bytes);
     ro.wakeup_below_free = u64::from(cfg.ringbuf_bytes / 2);
     ro.fold = cfg.fold;
+    ro.fold_nr_at_events = cfg.fold && cfg.unneeded.contains(&"sched_update_nr_running_tp");
     ro.fold_tgid = cfg.fold_tgid.unwrap_or(0);
     ro.nr_cpus = nr_cpus as i64;
     open.maps
