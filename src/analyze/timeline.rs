@@ -198,6 +198,9 @@ pub struct Timeline {
     balance_seen: bool,
     /// Changes before this time were dropped (window or budget).
     trimmed_to: u64,
+    /// The earliest time at which a change or a mark held falls out of the window: until
+    /// then the cold front of each queue is not looked at (every event would).
+    expire_at: u64,
 }
 
 impl Timeline {
@@ -214,6 +217,7 @@ impl Timeline {
             marks_capped: false,
             balance_seen: false,
             trimmed_to: 0,
+            expire_at: u64::MAX,
         }
     }
 
@@ -386,6 +390,8 @@ impl Timeline {
         }
         room_within(&mut lane.changes, self.lane_cap);
         lane.changes.push_back(Change { t_ns: t, state });
+        // Once a later change follows it, this one goes when t leaves the window.
+        self.expire_at = self.expire_at.min(t.saturating_add(self.window_ns));
     }
 
     fn mark(&mut self, t: u64, kind: MarkKind) {
@@ -405,22 +411,36 @@ impl Timeline {
         }
         room_within(&mut self.marks, MARK_BUDGET);
         self.marks.insert(at, Mark { t_ns: t, kind });
+        self.expire_at = self
+            .expire_at
+            .min(t.saturating_add(self.window_ns).saturating_add(1));
     }
 
     /// Drops what fell out of the window; a CPU keeps the change in force at its start.
     fn expire(&mut self, t: u64) {
+        if t < self.expire_at {
+            return;
+        }
         let Some(lo) = t.checked_sub(self.window_ns) else {
             return;
         };
+        let mut next = u64::MAX;
         for lane in &mut self.lanes {
             while lane.changes.len() > 1 && lane.changes[1].t_ns <= lo {
                 lane.changes.pop_front();
                 self.trimmed_to = lo;
             }
+            if let Some(c) = lane.changes.get(1) {
+                next = next.min(c.t_ns.saturating_add(self.window_ns));
+            }
         }
         while self.marks.front().is_some_and(|m| m.t_ns < lo) {
             self.marks.pop_front();
         }
+        if let Some(m) = self.marks.front() {
+            next = next.min(m.t_ns.saturating_add(self.window_ns).saturating_add(1));
+        }
+        self.expire_at = next;
     }
 
     /// The state of `cpu` at time `t` (`None` when not kept or not yet known).
