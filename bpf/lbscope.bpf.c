@@ -561,26 +561,30 @@ static __always_inline void send_nr(__u64 ts, __u32 cpu, struct rq_state *st, __
 	emit_rq_cpu(ts, cpu, LBS_NR_RUNNING, nr, 0, 0);
 }
 
-/* Folded mode: `rq`'s nr_running as it is now; sent when it crossed 0/1/2 since the last one
- * sent, or moved above 2 and nr_sample_ns passed. Called with the run queue's lock held (a
- * switch on its CPU, a wakeup onto it, a migration off it), as the nr_running tracepoint is. */
-static __always_inline void fold_nr(const bool btf, __u64 ts, struct rq *rq)
+/* Folded mode: `cpu`'s run queue holds `nr` tasks now; sent when it crossed 0/1/2 since the
+ * last one sent, or moved above 2 and nr_sample_ns passed. */
+static __always_inline void fold_nr_now(__u64 ts, __u32 cpu, struct rq_state *st, __u32 nr)
 {
-	__u32 nr, cpu;
-	struct rq_state *st;
-
-	if (!rq)
-		return;
-	nr = RD(btf, rq, nr_running);
-	cpu = RD(btf, rq, cpu);
-	st = bpf_map_lookup_elem(&rqstate, &cpu);
-	if (!st)
-		return;
 	st->nr_now = nr;
 	if (nr == st->nr_sent ||
 	    (nr_class(nr) == nr_class(st->nr_sent) && ts - st->nr_sent_ts < nr_sample_ns))
 		return;
 	send_nr(ts, cpu, st, nr);
+}
+
+/* fold_nr_now with `rq`'s count as it is, called with the run queue's lock held (a switch on
+ * its CPU, a wakeup onto it, a migration off it), as the nr_running tracepoint is. */
+static __always_inline void fold_nr(const bool btf, __u64 ts, struct rq *rq)
+{
+	__u32 cpu;
+	struct rq_state *st;
+
+	if (!rq)
+		return;
+	cpu = RD(btf, rq, cpu);
+	st = bpf_map_lookup_elem(&rqstate, &cpu);
+	if (st)
+		fold_nr_now(ts, cpu, st, RD(btf, rq, nr_running));
 }
 
 /* The run queue task p is on (or, at a migration, leaving): its sched entity's cfs_rq's.
@@ -634,10 +638,14 @@ static __always_inline bool fold_switch(const bool btf, __u64 ts, struct task_st
 			__sync_fetch_and_add(n, -1);
 		st->busy = busy;
 	}
-	/* prev's dequeue (a sleep) and any pull of the newly idle balance are done by now. */
-	if (fold_nr_at_events)
-		fold_nr(btf, ts, task_rq_of(btf, prev));
-	else if (st->nr_now != st->nr_sent && ts - st->nr_sent_ts >= nr_sample_ns)
+	/* prev's dequeue (a sleep) and any pull of the newly idle balance are done by now; prev's
+	 * run queue is this CPU's. */
+	if (fold_nr_at_events) {
+		struct rq *rq = task_rq_of(btf, prev);
+
+		if (rq)
+			fold_nr_now(ts, cpu, st, RD(btf, rq, nr_running));
+	} else if (st->nr_now != st->nr_sent && ts - st->nr_sent_ts >= nr_sample_ns)
 		send_nr(ts, cpu, st, st->nr_now);
 	return !prev_pid || !next_pid || first;
 }
@@ -917,13 +925,8 @@ static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
 		 * are sampled: sent at most every nr_sample_ns, a pending one at a later switch. */
 		cpu = RD(btf, rq, cpu);
 		st = bpf_map_lookup_elem(&rqstate, &cpu);
-		if (!st)
-			return 0;
-		st->nr_now = nr;
-		if (nr_class(nr) == nr_class(st->nr_sent) &&
-		    (nr == st->nr_sent || ts - st->nr_sent_ts < nr_sample_ns))
-			return 0;
-		send_nr(ts, cpu, st, nr);
+		if (st)
+			fold_nr_now(ts, cpu, st, nr);
 		return 0;
 	}
 	/* The root cfs_rq's util_est and CFS task count ride along: the kernel changes both at
@@ -970,17 +973,13 @@ static __always_inline int h_timer_exit(__u64 ts)
  * address is refused). */
 static __always_inline void resync_cfs(const bool btf, __u64 ts, struct task_struct *p)
 {
-	struct cfs_rq *cfs;
 	struct rq_state *st;
 	struct rq *rq;
 	__u32 est, cpu;
 
-	if (fold || !bpf_core_field_exists(p->se.cfs_rq))
+	if (fold)
 		return;
-	cfs = RD(btf, p, se.cfs_rq);
-	if (!cfs)
-		return;
-	rq = RD(btf, cfs, rq);
+	rq = task_rq_of(btf, p);
 	if (!rq)
 		return;
 	cpu = RD(btf, rq, cpu);

@@ -183,7 +183,7 @@ pub fn live_config(
     recording: bool,
     fold: Option<(crate::cli::FoldMode, &crate::cli::FilterArgs)>,
 ) -> Result<crate::source::live::LiveConfig, CmdError> {
-    let mut unneeded = if recording {
+    let unneeded = if recording {
         Vec::new()
     } else {
         crate::source::live::RECORDING_ONLY.to_vec()
@@ -193,9 +193,6 @@ pub fn live_config(
         Some((mode, f)) => (folds(mode, recording, f, cpus)?, f.pid),
         None => (false, None),
     };
-    if fold {
-        unneeded.extend(crate::source::live::folded_unneeded());
-    }
     Ok(crate::source::live::LiveConfig {
         ringbuf_bytes: ringbuf_bytes(c)?,
         attach: c.attach,

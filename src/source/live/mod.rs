@@ -132,23 +132,13 @@ pub const RECORDING_ONLY: &[&str] = &["sched_waking"];
 
 /// What folded mode does without: the timer hook serves the streamed PELT sums only, and
 /// nr_running is read at the switches, wakeups and migrations the folded handlers already
-/// see (where the kernel's tasks carry `se.cfs_rq`, the way to their run queue).
-pub fn folded_unneeded() -> Vec<&'static str> {
-    let mut v = vec!["hrtimer_expire_exit"];
-    if tasks_know_their_rq() {
-        v.push("sched_update_nr_running_tp");
+/// see, where the kernel's tasks carry `se.cfs_rq` (`rq_known`), the way to their run queue.
+fn folded_unneeded(rq_known: bool) -> &'static [&'static str] {
+    if rq_known {
+        &["hrtimer_expire_exit", "sched_update_nr_running_tp"]
+    } else {
+        &["hrtimer_expire_exit"]
     }
-    v
-}
-
-/// Whether `struct sched_entity` has `cfs_rq` in the kernel's BTF (group scheduling).
-fn tasks_know_their_rq() -> bool {
-    use libbpf_rs::btf::types::Struct;
-    let Ok(btf) = libbpf_rs::btf::Btf::from_path(btf_path()) else {
-        return false;
-    };
-    btf.type_by_name::<Struct<'_>>("sched_entity")
-        .is_some_and(|s| s.iter().any(|m| m.name.is_some_and(|n| n == "cfs_rq")))
 }
 
 /// State of one tracepoint after loading.
@@ -294,22 +284,34 @@ pub fn possible_cpus() -> usize {
         .map_or(1, |c| c + 1)
 }
 
-/// Which tracepoints the kernel has, from the `btf_trace_<name>` types in its BTF.
-fn present_tracepoints(cfg: &LiveConfig) -> Result<Vec<(&'static str, bool)>, SourceError> {
+/// What the kernel's BTF says the programs can use.
+struct KernelBtf {
+    /// Each of [`TRACEPOINTS`] and whether the kernel has it.
+    present: Vec<(&'static str, bool)>,
+    /// `struct sched_entity` has `cfs_rq` (group scheduling).
+    rq_known: bool,
+}
+
+/// Which tracepoints the kernel has, from the `btf_trace_<name>` types in its BTF, and
+/// whether its tasks know their run queue.
+fn present_tracepoints(cfg: &LiveConfig) -> Result<KernelBtf, SourceError> {
+    use libbpf_rs::btf::types::{Struct, Typedef};
     let path = btf_path();
     let btf = libbpf_rs::btf::Btf::from_path(&path)
         .map_err(|e| SourceError::Load(format!("cannot read kernel BTF at {path}: {e}")))?;
-    Ok(TRACEPOINTS
+    let present = TRACEPOINTS
         .iter()
         .map(|tp| {
             let name = format!("btf_trace_{tp}");
-            let present = btf
-                .type_by_name::<libbpf_rs::btf::types::Typedef<'_>>(&name)
-                .is_some()
+            let present = btf.type_by_name::<Typedef<'_>>(&name).is_some()
                 && !cfg.pretend_missing.iter().any(|m| m == tp);
             (*tp, present)
         })
-        .collect())
+        .collect();
+    let rq_known = btf
+        .type_by_name::<Struct<'_>>("sched_entity")
+        .is_some_and(|s| s.iter().any(|m| m.name.is_some_and(|n| n == "cfs_rq")));
+    Ok(KernelBtf { present, rq_known })
 }
 
 fn set_autoload(open: &mut OpenLbscopeSkel<'_>, tp: &str, btf_on: bool, raw_on: bool) {
@@ -382,13 +384,18 @@ fn load<'o>(
 }
 
 fn run(
-    cfg: LiveConfig,
+    mut cfg: LiveConfig,
     tx: SyncSender<SourceMsg>,
     stop: Arc<AtomicU8>,
     ready: Sender<Result<ProbeReport, SourceError>>,
 ) {
     let present = match present_tracepoints(&cfg) {
-        Ok(p) => p,
+        Ok(k) => {
+            if cfg.fold {
+                cfg.unneeded.extend(folded_unneeded(k.rq_known));
+            }
+            k.present
+        }
         Err(e) => {
             let _ = ready.send(Err(e));
             return;
