@@ -475,19 +475,22 @@ fn folding_streams_far_fewer_events() {
     assert_eq!(count_of(&folded, &["lost_events"]), 0);
 }
 
-/// The `llc` domain's idle-while-waiting entry of each interval fully inside the workload.
-fn iww_fractions(out: &str) -> Vec<(f64, f64)> {
+/// The intervals of a `report --json` output fully inside the workload: the first (attach,
+/// gate) and the last two (workload end, partial interval) left out.
+fn inner_snapshots(out: &str) -> Vec<Value> {
     let snaps: Vec<Value> = out
         .lines()
         .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    // Drop the first (attach, gate) and the last two (workload end, partial interval).
     let inner = snaps.len().saturating_sub(2);
-    snaps
+    snaps.into_iter().take(inner).skip(1).collect()
+}
+
+/// The `llc` domain's idle-while-waiting entry of each interval fully inside the workload.
+fn iww_fractions(out: &str) -> Vec<(f64, f64)> {
+    inner_snapshots(out)
         .iter()
-        .take(inner)
-        .skip(1)
         .filter_map(|s| {
             s["idle_while_waiting"].as_array()?.iter().find_map(|d| {
                 Some((
@@ -571,13 +574,7 @@ fn folded_idle_while_waiting_counts_the_queue_without_the_nr_running_program() {
             "CPU 1 idles while CPU 0's queue waits: {fr:?}"
         );
     }
-    let snaps: Vec<Value> = pinned
-        .lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let inner = &snaps[1..snaps.len().saturating_sub(2)];
-    for s in inner {
+    for s in inner_snapshots(&pinned) {
         let cpu0 = s["cpus"]
             .as_array()
             .and_then(|c| c.iter().find(|c| c["cpu"] == 0))
