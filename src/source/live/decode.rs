@@ -446,6 +446,77 @@ mod tests {
         assert_eq!(d.malformed, 2);
     }
 
+    /// A staged record: its slots decode as records of their own, in order, each with its
+    /// own time; a slot holding a staged record, or a record cut short, counts as malformed.
+    #[test]
+    fn staged_slots_decode_in_order() {
+        let slot = t::lbs_stage::LBS_STAGE_SLOT.0 as usize;
+        let mut sw = t::lbs_switch {
+            h: hdr(t::lbs_kind::LBS_SWITCH, 1),
+            prev_pid: 10,
+            next_pid: 11,
+            prev_state: 0,
+            pad: 0,
+        };
+        sw.h.ts = 2000;
+        let mut nr = t::lbs_rq {
+            h: hdr(t::lbs_kind::LBS_NR_RUNNING, 1),
+            rq_cpu: 0,
+            pad: 0,
+            v0: 3,
+            v1: 0,
+            v2: 0,
+        };
+        nr.h.ts = 2500;
+        let mut outer = hdr(t::lbs_kind::LBS_STAGED, 1);
+        outer.flags = 3;
+        let mut rec = bytes(&outer);
+        for part in [bytes(&sw), bytes(&nr), bytes(&outer)] {
+            let mut s = part;
+            s.resize(slot, 0xee);
+            rec.extend(s);
+        }
+        let mut d = Decoder::new(Kallsyms::default());
+        let mut out = vec![];
+        d.decode(&rec, &|_| None, &mut out);
+        let got: Vec<_> = out
+            .iter()
+            .map(|e| (e.ts_ns, e.cpu, e.kind.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    2000,
+                    1,
+                    EventKind::Switch {
+                        prev_pid: 10,
+                        prev_state: 0,
+                        next_pid: 11
+                    }
+                ),
+                (
+                    2500,
+                    1,
+                    EventKind::NrRunning {
+                        rq_cpu: 0,
+                        nr_running: 3,
+                        util_est: None,
+                        cfs_h_nr_running: None
+                    }
+                )
+            ]
+        );
+        assert_eq!(d.malformed, 1, "a staged record inside a staged one");
+        d.decode(&rec[..rec.len() - 1], &|_| None, &mut out);
+        assert_eq!(
+            (out.len(), d.malformed),
+            (2, 2),
+            "fewer bytes than its slots"
+        );
+        assert_eq!(record_cpu(&rec), Some(1));
+    }
+
     #[test]
     fn migrate_with_stack_classified_once() {
         let syms = "ffffffff81000000 T set_task_cpu\nffffffff81001000 T sched_balance_rq\n\
