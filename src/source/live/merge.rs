@@ -123,17 +123,17 @@ impl Merge {
         self.released_to = self.released_to.max(upto.min(u64::MAX - 1));
     }
 
-    /// Moves queue `i`'s first event, then the next ones stamped up to `limit`, to `out` (in
-    /// one copy); returns whether the queue still holds one stamped up to `upto`.
+    /// Moves queue `i`'s first event, then the next ones stamped up to `limit`, to `out`;
+    /// returns whether the queue still holds one stamped up to `upto`.
     fn take_run(&mut self, i: usize, limit: u64, upto: u64, out: &mut Vec<Event>) -> bool {
         let q = &mut self.queues[i];
-        let (a, b) = q.as_slices();
-        let mut n = 0;
-        for e in a.iter().chain(b) {
-            if n > 0 && e.ts_ns > limit {
+        let mut first = true;
+        while let Some(e) = q.front() {
+            if !first && e.ts_ns > limit {
                 break;
             }
-            n += 1;
+            first = false;
+            let e = q.pop_front().expect("front checked");
             if e.ts_ns < self.released_to {
                 let delay = self.released_to - e.ts_ns;
                 self.late += 1;
@@ -142,8 +142,8 @@ impl Merge {
                     .holdback_ns
                     .max(delay.saturating_mul(2).min(MAX_HOLDBACK_NS));
             }
+            out.push(e);
         }
-        out.extend(q.drain(..n));
         q.front().is_some_and(|e| e.ts_ns <= upto)
     }
 
