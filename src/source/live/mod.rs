@@ -584,9 +584,8 @@ fn drain(
                 own.extend(schedstat::read(true));
             }
             // Calls in progress finish and reach the ring buffer, and busy CPUs send what
-            // they staged at their next tick (or as late as records already came).
-            let late = merge.borrow().late_max_ns.min(merge::MAX_HOLDBACK_NS);
-            std::thread::sleep(STOP_SETTLE.max(Duration::from_nanos(late)));
+            // they staged at their next tick.
+            std::thread::sleep(STOP_SETTLE);
         }
         let _ = rb.poll(if stopping {
             Duration::ZERO
