@@ -561,9 +561,7 @@ fn drain(
     let mut balancer_lost = 0u64;
     // The source's own events, queued by time with the kernel's.
     let mut own: Vec<Event> = Vec::new();
-    // The first batch starts with these, ahead of any record whatever its time: folded mode's
-    // opening Fold, and the start read of /proc/schedstat (the analyzer places each count
-    // against the reads' times, once it has seen the start read).
+    // The first batch starts with these: folded mode's opening Fold comes before any event.
     let mut first: Vec<Event> = Vec::new();
     let mut folder = cfg
         .fold
@@ -573,7 +571,7 @@ fn drain(
         if let Some(m) = msg {
             send(tx, SourceMsg::Warning(m), stop);
         }
-        first.extend(schedstat::read(false));
+        own.extend(schedstat::read(false));
         s
     });
     let mut cap = 1024;
