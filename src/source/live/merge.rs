@@ -6,20 +6,15 @@
 //!
 //! Invariants: events leave in time order across queues and in arrival order within one; an
 //! event stamped at or before a watermark already released leaves at the next release (the
-//! analyzer then takes it at the latest time it saw), is counted in [`Merge::late`], and
-//! widens the hold-back to twice its delay (up to [`MAX_HOLDBACK_NS`]): a machine whose CPUs
-//! stall (a virtual machine's vCPUs descheduled by its host) gets the wait it needs.
+//! analyzer then takes it at the latest time it saw) and is counted in [`Merge::late`].
 
 use crate::event::Event;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-/// How far behind the drain's clock the watermark starts: more than a staged record can wait
+/// How far behind the drain's clock the watermark stays: more than a staged record can wait
 /// in its CPU's stage (a tick at 100 Hz, plus the stage's age limit), with room to spare.
 pub const HOLDBACK_NS: u64 = 25_000_000;
-
-/// The most a late event widens the hold-back to.
-pub const MAX_HOLDBACK_NS: u64 = 2_000_000_000;
 
 /// Per-queue events, merged by time up to a watermark.
 pub struct Merge {
@@ -29,10 +24,6 @@ pub struct Merge {
     released_to: u64,
     /// Events that arrived stamped at or before a watermark already released.
     pub late: u64,
-    /// The longest such delay, ns.
-    pub late_max_ns: u64,
-    /// How far behind the drain's clock the watermark stays now.
-    pub holdback_ns: u64,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
     /// The queues with an event to release (reused between releases).
     active: Vec<usize>,
@@ -50,8 +41,6 @@ impl Merge {
             nr_cpus,
             released_to: 0,
             late: 0,
-            late_max_ns: 0,
-            holdback_ns: HOLDBACK_NS,
             heap: BinaryHeap::new(),
             active: Vec::new(),
         }
@@ -135,12 +124,7 @@ impl Merge {
             first = false;
             let e = q.pop_front().expect("front checked");
             if e.ts_ns < self.released_to {
-                let delay = self.released_to - e.ts_ns;
                 self.late += 1;
-                self.late_max_ns = self.late_max_ns.max(delay);
-                self.holdback_ns = self
-                    .holdback_ns
-                    .max(delay.saturating_mul(2).min(MAX_HOLDBACK_NS));
             }
             out.push(e);
         }
@@ -206,11 +190,6 @@ mod tests {
         m.release(u64::MAX, &mut out);
         assert_eq!(times(&out), [(48, 0), (60, 1), (70, 0)]);
         assert_eq!(m.late, 1, "48 came after 50 was released");
-        assert_eq!(m.late_max_ns, 2);
-        assert_eq!(
-            m.holdback_ns, HOLDBACK_NS,
-            "a delay of 2 ns leaves it as it was"
-        );
         assert_eq!(m.held(), 0);
     }
 
@@ -271,22 +250,5 @@ mod tests {
             assert_eq!(out.len() + want.len(), all.len());
             assert_eq!(m.late, 0);
         }
-    }
-
-    /// A straggler widens the hold-back to twice its delay, capped.
-    #[test]
-    fn a_late_event_widens_the_holdback() {
-        let mut m = Merge::new(1, 2);
-        let mut out = Vec::new();
-        m.release(100_000_000, &mut out);
-        push(&mut m, 0, vec![ev(40_000_000, 1)]);
-        m.release(200_000_000, &mut out);
-        assert_eq!((m.late, m.late_max_ns), (1, 60_000_000));
-        assert_eq!(m.holdback_ns, 120_000_000);
-        m.release(20_000_000_000, &mut out);
-        push(&mut m, 0, vec![ev(1, 0)]);
-        m.release(20_000_000_000, &mut out);
-        assert_eq!(m.holdback_ns, MAX_HOLDBACK_NS);
-        assert_eq!(out.len(), 2);
     }
 }

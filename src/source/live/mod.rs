@@ -632,7 +632,7 @@ fn drain(
             let upto = if stopping {
                 u64::MAX
             } else {
-                before.saturating_sub(m.holdback_ns)
+                before.saturating_sub(merge::HOLDBACK_NS)
             };
             m.release(upto, &mut out);
         }
@@ -641,23 +641,19 @@ fn drain(
             break;
         }
     }
-    let m = merge.borrow();
-    if m.late > 0 {
+    let late = merge.borrow().late;
+    if late > 0 {
         send(
             tx,
             SourceMsg::Warning(format!(
-                "{} records reached user space after records made later had been analysed \
-                 (up to {:.1} ms late: CPUs held their staged records that long, as stalled \
-                 vCPUs or nohz_full CPUs do); each was taken at the latest time already seen, \
-                 and the wait grew to {} ms",
-                m.late,
-                m.late_max_ns as f64 / 1e6,
-                m.holdback_ns / 1_000_000
+                "{late} records reached user space more than {} ms after they were made \
+                 (a CPU held its staged records that long: nohz_full?); each was taken at the \
+                 latest time already analysed",
+                merge::HOLDBACK_NS / 1_000_000
             )),
             stop,
         );
     }
-    drop(m);
     if let Some(w) = bskel.and_then(|b| losses::balancer_losses(b)) {
         send(tx, SourceMsg::Warning(w), stop);
     }
