@@ -21,29 +21,6 @@ const INLINE_STACK_IDS: u32 = 1 << 31;
 /// the CFS task count.
 const UTIL_EST_SENT: u64 = 1 << 32;
 
-/// Where decoded events go: a batch, or the merge's queue of the record's CPU.
-pub trait Out {
-    /// Appends one event.
-    fn push(&mut self, e: Event);
-}
-
-impl Out for Vec<Event> {
-    fn push(&mut self, e: Event) {
-        Vec::push(self, e);
-    }
-}
-
-impl Out for std::collections::VecDeque<Event> {
-    fn push(&mut self, e: Event) {
-        self.push_back(e);
-    }
-}
-
-/// The CPU that made a record (each event decoded from it carries it).
-pub fn record_cpu(data: &[u8]) -> Option<u32> {
-    read::<t::lbs_hdr>(data).map(|h| h.cpu)
-}
-
 /// Reads a `T` from the front of `data`, or `None` when the record is too short.
 fn read<T: Copy>(data: &[u8]) -> Option<T> {
     if data.len() < std::mem::size_of::<T>() {
@@ -96,17 +73,13 @@ impl Decoder {
         &mut self,
         data: &[u8],
         stack: &dyn Fn(u32) -> Option<Vec<u64>>,
-        out: &mut impl Out,
+        out: &mut Vec<Event>,
     ) {
         let Some(h) = read::<t::lbs_hdr>(data) else {
             self.malformed += 1;
             return;
         };
         let (ts_ns, cpu) = (h.ts, h.cpu);
-        if t::lbs_kind(u32::from(h.kind)) == t::lbs_kind::LBS_STAGED {
-            self.staged(&h, data, stack, out);
-            return;
-        }
         let kind = match t::lbs_kind(u32::from(h.kind)) {
             t::lbs_kind::LBS_SWITCH => read::<t::lbs_switch>(data).map(|r| EventKind::Switch {
                 prev_pid: r.prev_pid,
@@ -280,32 +253,6 @@ impl Decoder {
         }
     }
 
-    /// A CPU's staged records: `h.flags` slots of `LBS_STAGE_SLOT` bytes after the header,
-    /// each a record of its own (never a staged one).
-    fn staged(
-        &mut self,
-        h: &t::lbs_hdr,
-        data: &[u8],
-        stack: &dyn Fn(u32) -> Option<Vec<u64>>,
-        out: &mut impl Out,
-    ) {
-        let slot = t::lbs_stage::LBS_STAGE_SLOT.0 as usize;
-        let n = usize::from(h.flags);
-        let hdr = std::mem::size_of::<t::lbs_hdr>();
-        let Some(body) = data.get(hdr..hdr + n * slot) else {
-            self.malformed += 1;
-            return;
-        };
-        for rec in body.chunks_exact(slot) {
-            match read::<t::lbs_hdr>(rec) {
-                Some(r) if t::lbs_kind(u32::from(r.kind)) != t::lbs_kind::LBS_STAGED => {
-                    self.decode(rec, stack, out)
-                }
-                _ => self.malformed += 1,
-            }
-        }
-    }
-
     fn migrate(
         &mut self,
         ts_ns: u64,
@@ -313,7 +260,7 @@ impl Decoder {
         r: &t::lbs_migrate,
         stack_id: Option<u32>,
         stack: &dyn Fn(u32) -> Option<Vec<u64>>,
-        out: &mut impl Out,
+        out: &mut Vec<Event>,
     ) {
         type F = t::lbs_migrate_flags;
         let ctx = MigrateContext {
