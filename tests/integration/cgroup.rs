@@ -22,14 +22,6 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn json_lines(out: &[u8]) -> Vec<Value> {
-    text(out)
-        .lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).expect("valid JSON"))
-        .collect()
-}
-
 fn sum(snaps: &[Value], f: impl Fn(&Value) -> u64) -> u64 {
     snaps.iter().map(f).sum()
 }
@@ -38,7 +30,7 @@ fn sum(snaps: &[Value], f: impl Fn(&Value) -> u64) -> u64 {
 fn a_cgroup_no_task_was_in_reports_nothing_and_names_the_cgroups_seen() {
     let o = lbs(&["report", LAB, "--json", "--cgroup", "/nonexistent"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let snaps = json_lines(&o.stdout);
+    let snaps = json_lines(&text(&o.stdout));
     assert!(!snaps.is_empty(), "the intervals are still printed");
     assert_eq!(
         sum(&snaps, |s| s["runqlat_us"]["count"].as_u64().unwrap()),
@@ -57,7 +49,7 @@ fn a_cgroup_no_task_was_in_reports_nothing_and_names_the_cgroups_seen() {
     );
     // The cgroups it names are the recording's (this one's tasks are all in the root).
     let all = lbs(&["report", LAB, "--json"]);
-    let top = json_lines(&all.stdout)
+    let top = json_lines(&text(&all.stdout))
         .iter()
         .flat_map(|s| s["runqlat_by_cgroup"].as_array().unwrap().clone())
         .next()
@@ -212,7 +204,7 @@ fn a_cgroup_s_migrations_match_perf_and_its_latency_is_its_own() {
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(!text(&o.stderr).contains("--cgroup"), "{}", text(&o.stderr));
-    let snaps = json_lines(&o.stdout);
+    let snaps = json_lines(&text(&o.stdout));
     let mut by_cgroup = 0;
     for s in &snaps {
         for c in s["migrations_by_cgroup"].as_array().unwrap() {

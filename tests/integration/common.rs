@@ -332,3 +332,12 @@ pub fn get(port: u16, path: &str) -> Option<String> {
     let (head, body) = all.split_once("\r\n\r\n")?;
     head.starts_with("HTTP/1.").then(|| body.to_string())
 }
+
+/// The JSON objects of a command's output, one a line (other lines, such as a text header,
+/// left out).
+pub fn json_lines(s: &str) -> Vec<serde_json::Value> {
+    s.lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect()
+}

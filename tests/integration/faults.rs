@@ -16,13 +16,6 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn json_lines(s: &str) -> Vec<serde_json::Value> {
-    s.lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect()
-}
-
 fn no_panic(o: &Output) {
     assert!(!text(&o.stderr).contains("panicked"), "{}", text(&o.stderr));
 }

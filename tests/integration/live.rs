@@ -478,11 +478,7 @@ fn folding_streams_far_fewer_events() {
 /// The intervals of a `report --json` output fully inside the workload: the first (attach,
 /// gate) and the last two (workload end, partial interval) left out.
 fn inner_snapshots(out: &str) -> Vec<Value> {
-    let snaps: Vec<Value> = out
-        .lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let snaps = json_lines(out);
     let inner = snaps.len().saturating_sub(2);
     snaps.into_iter().take(inner).skip(1).collect()
 }
