@@ -498,6 +498,12 @@ fn iww_fractions(out: &str) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// The least share of an interval CPU 1 is idle beside three spinners pinned to CPU 0. It is
+/// not idle all of it: lbscope's drain, the test harness and kernel threads run there. Here
+/// 32 intervals measured 0.89-0.99 (one CI run failed at 0.891 against 0.9); a wrong count
+/// (no waiter seen, or waiters split the wrong way) gives about 0.
+const CPU1_IDLE_SHARE: f64 = 0.8;
+
 fn spin_run(pin: Option<&str>) -> Vec<(f64, f64)> {
     iww_fractions(&spin_report(pin, &[]))
 }
@@ -541,7 +547,7 @@ fn idle_while_waiting_pinned_vs_movable() {
             "pinned waiters are not movable: {pinned:?}"
         );
         assert!(
-            *pinned_f > 0.9,
+            *pinned_f > CPU1_IDLE_SHARE,
             "CPU 1 idles while pinned tasks wait: {pinned:?}"
         );
     }
@@ -566,7 +572,7 @@ fn folded_idle_while_waiting_counts_the_queue_without_the_nr_running_program() {
     assert!(fr.len() >= 2, "at least two full intervals: {fr:?}");
     for (movable, _) in &fr {
         assert!(
-            *movable > 0.9,
+            *movable > CPU1_IDLE_SHARE,
             "CPU 1 idles while CPU 0's queue waits: {fr:?}"
         );
     }
