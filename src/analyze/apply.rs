@@ -169,6 +169,9 @@ impl Analyzer {
                     // Its moves of the open interval outlive its entry.
                     self.per_task.add_exited(*pid, t.migrations);
                     let comm = self.names.remove(pid);
+                    if self.folded && pid == tgid {
+                        self.fold_exited(*pid, t.tgid, comm.clone(), t.cgroup);
+                    }
                     if self.config.filter.filters_tasks() {
                         if self.exited.len() >= 4096 {
                             forget_exited(&mut self.exited, ev.ts_ns);

@@ -12,7 +12,10 @@
 //!   the CPU's idleness (exact at the classes 0, 1 and 2+ the source always reports);
 //! - the CPU table shows no running task but the idle one: between idle transitions the
 //!   analyzer does not know which task runs;
-//! - missed pulls reach the model without the waiting tasks' ids (none is known).
+//! - missed pulls reach the model without the waiting tasks' ids (none is known);
+//! - a process's samples come one to two flushes after they were taken, later still when the
+//!   source drains late: an exited leader's identity is kept for the two `Fold`s after its
+//!   exit, which name and filter its last samples.
 //!
 //! [`EventKind::Fold`]: crate::event::EventKind::Fold
 
@@ -51,6 +54,7 @@ impl Analyzer {
                 None => self.dropped_folds += 1,
             }
         }
+        self.folds += 1;
         // Per-process histograms span every CPU: `--cpus` cannot narrow them.
         for (tgid, fh) in &f.by_tgid {
             let Some(h) = LatHist::from_folded(fh) else {
@@ -66,14 +70,37 @@ impl Analyzer {
                 self.now,
                 *tgid,
             );
+            let gone = self.fold_exited.get(tgid).map(|(w, _)| w);
             let comm = who
                 .comm
+                .or_else(|| gone.and_then(|w| w.comm.as_deref()))
                 .or_else(|| self.thread_names.get(tgid).map(String::as_str));
-            let cgroup = who.cgroup.and_then(|c| self.cgroups.path(c));
+            let cgroup = who
+                .cgroup
+                .or_else(|| gone.and_then(|w| w.cgroup))
+                .and_then(|c| self.cgroups.path(c));
             if filter.matches_task(*tgid, Some(*tgid), comm, cgroup) {
                 self.latency.merge_process(*tgid, &h, comm);
             }
         }
+        // This Fold was the second since those exits: their samples are all in.
+        let folds = self.folds;
+        self.fold_exited.retain(|_, (_, at)| folds - *at < 2);
+    }
+
+    /// Process leader `pid` exited. Its samples can still come in the next two `Fold`
+    /// events: the bank it last ran in is read one to two flushes later
+    /// (src/source/live/fold.rs), however long the source took to drain. Its identity is kept
+    /// until then, so that they are named and filtered as the live process was.
+    pub(super) fn fold_exited(
+        &mut self,
+        pid: Pid,
+        tgid: Option<u32>,
+        comm: Option<String>,
+        cgroup: Option<u32>,
+    ) {
+        let who = super::task::Ident { tgid, comm, cgroup };
+        self.fold_exited.insert(pid, (who, self.folds));
     }
 
     /// Turns the analyzer folded. A folded source sends nothing before its first `Fold`, but

@@ -113,6 +113,11 @@ pub struct Analyzer {
     /// Folded mode: a thread's name for processes whose leader is not known (their folded
     /// latency needs a name); forgotten when one of their threads exits.
     thread_names: IdMap<Pid, String>,
+    /// Folded mode: exited leaders' identities, each with the count of `Fold` events taken
+    /// when it exited (see [`Analyzer::fold_exited`]).
+    fold_exited: task::Exited,
+    /// Folded mode: `Fold` events taken.
+    folds: u64,
     /// The balancer model, which also holds the one task table (with the analyzer's part of
     /// each entry).
     model: Model<TaskState>,
@@ -154,6 +159,8 @@ impl Analyzer {
             folded: false,
             dropped_folds: 0,
             thread_names: IdMap::default(),
+            fold_exited: IdMap::default(),
+            folds: 0,
             model,
             counters: counters::Counter::default(),
             run_counters: counters::Counter::windowed(),

@@ -113,6 +113,53 @@ fn folded_latency_equals_per_event_latency() {
     );
 }
 
+/// A process whose leader exits before the `Fold`s that carry its last samples: the next two
+/// `Fold`s after the exit are named as the live process was (and `-p NAME` keeps them); a
+/// third, which cannot carry its samples, is not.
+#[test]
+fn folds_after_the_leaders_exit_keep_its_name() {
+    let h = |ns: u64| {
+        let mut l = LatHist::default();
+        l.record(ns);
+        l.to_folded()
+    };
+    let mut evs = vec![
+        fold_start(0),
+        task(10, 50, 50, "mixed"),
+        task(20, 51, 50, "worker"),
+    ];
+    evs.push(exit(30, 51, 50));
+    evs.push(exit(40, 50, 50));
+    // The third a second and a half after the exit: past the task filter's grace too.
+    for (i, t) in [100_000_000u64, 200_000_000, 1_500_000_000]
+        .into_iter()
+        .enumerate()
+    {
+        evs.push(fold(
+            t,
+            vec![(0, h(1_000 + i as u64))],
+            vec![(50, h(1_000 + i as u64))],
+        ));
+    }
+    let s = snapshot_with(Filter::default(), &evs);
+    let procs: Vec<_> = s
+        .runqlat_by_process
+        .iter()
+        .map(|p| (p.tgid, p.comm.as_deref(), p.latency.count))
+        .collect();
+    assert_eq!(procs, vec![(Some(50), Some("mixed"), 3)]);
+    let by_name = Filter {
+        comm: Some("mixed".into()),
+        ..Filter::default()
+    };
+    let s = snapshot_with(by_name, &evs);
+    assert_eq!(s.runqlat_by_process.len(), 1);
+    assert_eq!(
+        s.runqlat_by_process[0].latency.count, 2,
+        "the two Folds after the exit pass the name filter, the third does not"
+    );
+}
+
 #[test]
 fn folded_filters() {
     // -p: one process; the per-CPU histograms are the kernel's (already narrowed there).
