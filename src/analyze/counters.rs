@@ -358,7 +358,11 @@ impl Counter {
         let level = Self::level(topo, c.this_cpu, c.level, c.sd_weight);
         let key = (level, idle_index(c.idle));
         let (entry, exit) = (ev.ts_ns, c.exit_ns(ev.ts_ns));
-        self.count(key, Which::Count, entry, entry);
+        // lb_count goes up near the call's entry, but a preemptible call (PREEMPT_RT, where
+        // softirqs run in tasks) can wait between its entry and that line: a call spanning a
+        // read is in flight (6.1-rt: lbscope 575, kernel 574, the call whose outcome was
+        // made during the end read counted at its entry).
+        self.count(key, Which::Count, entry, exit);
         let outcome = match (c.moved, c.failed) {
             (0, true) => Some(Which::Failed),
             (0, false) => Some(Which::Balanced),
