@@ -37,6 +37,9 @@ const volatile __u32 mask_words = 1; /* cpumask words to compare and send */
 /* Free space (bytes) under which a submit wakes the consumer instead of waiting for its poll. */
 const volatile __u64 wakeup_below_free = 1 << 20;
 const volatile __u64 ringbuf_size = 16 << 20;
+/* Frequent small records go through the per-CPU stage (streaming, with the timer hook that
+ * sends what a busy CPU holds; user space sets it). */
+const volatile bool staging = false;
 /* Folded mode (live --fold): run-queue latency folded into histograms here, switches streamed
  * only at idle transitions, wakeups only while some CPU may be idle, nr_running only when it
  * crosses 0/1/2 or at most every nr_sample_ns per CPU otherwise. fold_tgid: fold only this
@@ -71,6 +74,7 @@ enum lbs_migrate_flags _lbs_migrate_flags = 0;
 enum lbs_numa_op _lbs_numa_op = 0;
 enum lbs_balance_origin _lbs_balance_origin = 0;
 enum lbs_rt_func _lbs_rt_func = 0;
+enum lbs_stage _lbs_stage = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -225,13 +229,96 @@ static __always_inline void count_lost(void)
 		*v += 1;
 }
 
+/* A CPU's staged records, sent as one LBS_STAGED record (`h` and the used slots, which follow
+ * it): when the slots are full, when the CPU goes idle, before a record that does not go
+ * through the stage, and once the oldest is STAGE_AGE_NS old (checked at every staged record
+ * and after each timer callback, so a busy CPU's wait at most a tick). `busy` is held while a
+ * handler writes into the stage or sends it: a handler that interrupts it (a hardirq's, over
+ * a softirq's, or on PREEMPT_RT a preempting task's) reserves its record directly instead,
+ * ahead of the staged ones (user space merges by time). */
+struct stage_buf {
+	struct lbs_hdr h;
+	__u64 slots[LBS_STAGE_SLOTS][LBS_STAGE_SLOT / 8];
+	__u64 first_ts;
+	__u32 n;
+	__u32 pad;
+	/* 64 bits: the compare-and-swap of BPF's v1 and v2 instruction sets. */
+	__u64 busy;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stage_buf);
+} stage SEC(".maps");
+
+#define STAGE_AGE_NS 1000000ULL
+
+static __always_inline __u64 wakeup_flags(void);
+
+/* Sends what `b` holds (the caller holds `busy`). */
+static __always_inline void stage_flush(struct stage_buf *b)
+{
+	__u32 n = b->n, zero = 0;
+	__u64 *v, size;
+
+	if (!n)
+		return;
+	b->n = 0;
+	size = sizeof(b->h) + (__u64)n * LBS_STAGE_SLOT;
+	/* The bound checked in the register the call takes. */
+	barrier_var(size);
+	if (size > sizeof(b->h) + sizeof(b->slots))
+		return;
+	b->h.ts = b->first_ts;
+	b->h.kind = LBS_STAGED;
+	b->h.flags = n;
+	b->h.cpu = bpf_get_smp_processor_id();
+	if (bpf_ringbuf_output(&events, &b->h, size, wakeup_flags())) {
+		v = bpf_map_lookup_elem(&lost, &zero);
+		if (v)
+			*v += n;
+	}
+}
+
+static __always_inline struct stage_buf *stage_get(void)
+{
+	__u32 zero = 0;
+
+	return staging ? bpf_map_lookup_elem(&stage, &zero) : NULL;
+}
+
+/* Sends this CPU's staged records now (`always`), or once the oldest is STAGE_AGE_NS old. */
+static __always_inline void stage_send(__u64 ts, bool always)
+{
+	struct stage_buf *b = stage_get();
+
+	if (!b || !b->n || (!always && ts - b->first_ts < STAGE_AGE_NS))
+		return;
+	if (__sync_val_compare_and_swap(&b->busy, 0, 1))
+		return;
+	stage_flush(b);
+	b->busy = 0;
+}
+
+/* Where a record goes: a stage slot (`b` set) or the ring buffer. */
+struct rec_out {
+	void *rec;
+	struct stage_buf *b;
+};
+
 /*
  * Handlers read the clock first thing (ts), so the interval between two events does not
  * depend on how much work each handler did before reserving its record.
  */
 static __always_inline void *reserve(__u64 size, __u16 kind, __u64 ts)
 {
-	struct lbs_hdr *h = bpf_ringbuf_reserve(&events, size, 0);
+	struct lbs_hdr *h;
+
+	/* What this CPU staged goes first: its records stay in their order. */
+	stage_send(ts, true);
+	h = bpf_ringbuf_reserve(&events, size, 0);
 
 	if (!h) {
 		count_lost();
@@ -252,19 +339,65 @@ static __always_inline void *reserve(__u64 size, __u16 kind, __u64 ts)
  * The fill level is looked at on every FILL_CHECK_EVERY-th record of a CPU, not on each: the
  * records in between are far fewer than the free space that triggers the wakeup.
  */
-static __always_inline void submit(void *rec)
+static __always_inline __u64 wakeup_flags(void)
 {
 	__u32 zero = 0;
 	struct cpu_ctx *c = bpf_map_lookup_elem(&cpuctx, &zero);
-	__u64 flags = BPF_RB_NO_WAKEUP;
 
 	if (!c || ++c->submits % FILL_CHECK_EVERY == 0) {
 		__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
 
 		if (ringbuf_size - avail < wakeup_below_free)
-			flags = BPF_RB_FORCE_WAKEUP;
+			return BPF_RB_FORCE_WAKEUP;
 	}
-	bpf_ringbuf_submit(rec, flags);
+	return BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline void submit(void *rec)
+{
+	bpf_ringbuf_submit(rec, wakeup_flags());
+}
+
+/* A record of `kind` (at most LBS_STAGE_SLOT bytes) in this CPU's stage, or reserved in the
+ * ring buffer where the stage is off or taken; NULL when neither has room. */
+static __always_inline void *out_begin(struct rec_out *o, __u64 size, __u16 kind, __u64 ts)
+{
+	struct stage_buf *b = stage_get();
+	struct lbs_hdr *h;
+
+	o->b = NULL;
+	/* Taken atomically: on PREEMPT_RT a softirq's handler can be preempted. */
+	if (b && !__sync_val_compare_and_swap(&b->busy, 0, 1)) {
+		if (b->n >= LBS_STAGE_SLOTS)
+			stage_flush(b);
+		if (!b->n)
+			b->first_ts = ts;
+		h = (void *)b->slots[b->n & (LBS_STAGE_SLOTS - 1)];
+		h->ts = ts;
+		h->kind = kind;
+		h->flags = 0;
+		h->cpu = bpf_get_smp_processor_id();
+		o->b = b;
+		o->rec = h;
+		return h;
+	}
+	o->rec = reserve(size, kind, ts);
+	return o->rec;
+}
+
+/* Ends what out_begin started; `flush` sends the stage now (the CPU goes idle). */
+static __always_inline void out_end(struct rec_out *o, __u64 ts, bool flush)
+{
+	struct stage_buf *b = o->b;
+
+	if (!b) {
+		submit(o->rec);
+		return;
+	}
+	b->n++;
+	if (flush || b->n >= LBS_STAGE_SLOTS || ts - b->first_ts >= STAGE_AGE_NS)
+		stage_flush(b);
+	b->busy = 0;
 }
 
 static __always_inline __u32 task_cpu_of(const bool btf, struct task_struct *p)
@@ -537,15 +670,17 @@ static __always_inline bool maybe_idle(void)
 static __always_inline int emit_rq_cpu(__u64 ts, __u32 cpu, __u16 kind, __u64 v0, __u64 v1,
 				       __u64 v2)
 {
-	struct lbs_rq *e = reserve(sizeof(*e), kind, ts);
+	struct rec_out o;
+	struct lbs_rq *e = out_begin(&o, sizeof(*e), kind, ts);
 
 	if (!e)
 		return 0;
 	e->rq_cpu = cpu;
+	e->pad = 0;
 	e->v0 = v0;
 	e->v1 = v1;
 	e->v2 = v2;
-	submit(e);
+	out_end(&o, ts, false);
 	return 0;
 }
 
@@ -657,6 +792,7 @@ static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 	struct task_struct *prev = (void *)ctx[1], *next = (void *)ctx[2];
 	__u32 prev_pid, next_pid, zero = 0;
 	struct lbs_switch *e;
+	struct rec_out o;
 	struct cpu_ctx *c;
 	long state;
 
@@ -674,27 +810,31 @@ static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 		return 0;
 	if (state != 0)
 		resync_cfs(btf, ts, prev);
-	e = reserve(sizeof(*e), LBS_SWITCH, ts);
+	e = out_begin(&o, sizeof(*e), LBS_SWITCH, ts);
 	if (!e)
 		return 0;
 	e->prev_pid = prev_pid;
 	e->next_pid = next_pid;
 	e->prev_state = (__u32)state;
-	submit(e);
+	e->pad = 0;
+	/* An idle CPU sends nothing more: what it staged goes now. */
+	out_end(&o, ts, next_pid == 0);
 	return 0;
 }
 
 static __always_inline int emit_wake(const bool btf, __u64 ts, struct task_struct *p, __u16 kind,
 				     __u32 a)
 {
-	struct lbs_wake *e = reserve(sizeof(*e), kind, ts);
+	struct rec_out o;
+	struct lbs_wake *e = out_begin(&o, sizeof(*e), kind, ts);
 
 	if (!e)
 		return 0;
 	e->pid = RD(btf, p, pid);
 	e->tgid = RD(btf, p, tgid);
 	e->a = a;
-	submit(e);
+	e->pad = 0;
+	out_end(&o, ts, false);
 	return 0;
 }
 
@@ -943,8 +1083,9 @@ static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
 	return 0;
 }
 
-/* After a timer's callback on this CPU (streaming): the tick's is sched_tick, whose
- * entity_tick reweights the group entities on the root cfs_rq right after the pelt_cfs_tp of
+/* After a timer's callback on this CPU (streaming); also sends the records this CPU staged
+ * STAGE_AGE_NS ago or more (a busy CPU's wait at most a tick). The tick's callback is
+ * sched_tick, whose entity_tick reweights the group entities on the root cfs_rq right after the pelt_cfs_tp of
  * that update, and no event of this CPU may follow before another CPU's balancer reads the
  * new load (2s-smt-numa group-imbalance, 6.12: two overloaded SMT siblings 842 and 833 in the
  * records, 114 apart for the kernel). The run queue is the one this CPU's tracepoints gave. */
@@ -956,9 +1097,10 @@ static __always_inline int h_timer_exit(__u64 ts)
 	if (fold)
 		return 0;
 	st = bpf_map_lookup_elem(&rqstate, &cpu);
-	if (!st || !st->rq)
-		return 0;
-	resync_load(false, ts, (struct rq *)st->rq, cpu, st);
+	if (st && st->rq)
+		resync_load(false, ts, (struct rq *)st->rq, cpu, st);
+	/* A busy CPU's tick: what it staged a while ago goes now. */
+	stage_send(ts, false);
 	return 0;
 }
 

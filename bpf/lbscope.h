@@ -31,6 +31,15 @@ enum lbs_kind {
 	LBS_BALANCE = 14, /* from bpf/balancer.bpf.c's own ring buffer */
 	LBS_BALANCE_CALL = 15, /* likewise */
 	LBS_RT_CALL = 16, /* likewise */
+	LBS_STAGED = 17, /* h.flags records of one CPU, each in an LBS_STAGE_SLOT-byte slot */
+};
+
+/* A CPU's frequent small records (switch, wakeups, run-queue samples, softirq) are gathered
+ * in a per-CPU buffer and reach the ring buffer LBS_STAGE_SLOTS at a time, as one
+ * LBS_STAGED record: one reservation instead of one per record. */
+enum lbs_stage {
+	LBS_STAGE_SLOT = 48,
+	LBS_STAGE_SLOTS = 32,
 };
 
 /* lbs_migrate.flags */

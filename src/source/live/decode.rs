@@ -21,6 +21,29 @@ const INLINE_STACK_IDS: u32 = 1 << 31;
 /// the CFS task count.
 const UTIL_EST_SENT: u64 = 1 << 32;
 
+/// Where decoded events go: a batch, or the merge's queue of the record's CPU.
+pub trait Out {
+    /// Appends one event.
+    fn push(&mut self, e: Event);
+}
+
+impl Out for Vec<Event> {
+    fn push(&mut self, e: Event) {
+        Vec::push(self, e);
+    }
+}
+
+impl Out for std::collections::VecDeque<Event> {
+    fn push(&mut self, e: Event) {
+        self.push_back(e);
+    }
+}
+
+/// The CPU that made a record (each event decoded from it carries it).
+pub fn record_cpu(data: &[u8]) -> Option<u32> {
+    read::<t::lbs_hdr>(data).map(|h| h.cpu)
+}
+
 /// Reads a `T` from the front of `data`, or `None` when the record is too short.
 fn read<T: Copy>(data: &[u8]) -> Option<T> {
     if data.len() < std::mem::size_of::<T>() {
@@ -73,13 +96,17 @@ impl Decoder {
         &mut self,
         data: &[u8],
         stack: &dyn Fn(u32) -> Option<Vec<u64>>,
-        out: &mut Vec<Event>,
+        out: &mut impl Out,
     ) {
         let Some(h) = read::<t::lbs_hdr>(data) else {
             self.malformed += 1;
             return;
         };
         let (ts_ns, cpu) = (h.ts, h.cpu);
+        if t::lbs_kind(u32::from(h.kind)) == t::lbs_kind::LBS_STAGED {
+            self.staged(&h, data, stack, out);
+            return;
+        }
         let kind = match t::lbs_kind(u32::from(h.kind)) {
             t::lbs_kind::LBS_SWITCH => read::<t::lbs_switch>(data).map(|r| EventKind::Switch {
                 prev_pid: r.prev_pid,
@@ -253,6 +280,32 @@ impl Decoder {
         }
     }
 
+    /// A CPU's staged records: `h.flags` slots of `LBS_STAGE_SLOT` bytes after the header,
+    /// each a record of its own (never a staged one).
+    fn staged(
+        &mut self,
+        h: &t::lbs_hdr,
+        data: &[u8],
+        stack: &dyn Fn(u32) -> Option<Vec<u64>>,
+        out: &mut impl Out,
+    ) {
+        let slot = t::lbs_stage::LBS_STAGE_SLOT.0 as usize;
+        let n = usize::from(h.flags);
+        let hdr = std::mem::size_of::<t::lbs_hdr>();
+        let Some(body) = data.get(hdr..hdr + n * slot) else {
+            self.malformed += 1;
+            return;
+        };
+        for rec in body.chunks_exact(slot) {
+            match read::<t::lbs_hdr>(rec) {
+                Some(r) if t::lbs_kind(u32::from(r.kind)) != t::lbs_kind::LBS_STAGED => {
+                    self.decode(rec, stack, out)
+                }
+                _ => self.malformed += 1,
+            }
+        }
+    }
+
     fn migrate(
         &mut self,
         ts_ns: u64,
@@ -260,7 +313,7 @@ impl Decoder {
         r: &t::lbs_migrate,
         stack_id: Option<u32>,
         stack: &dyn Fn(u32) -> Option<Vec<u64>>,
-        out: &mut Vec<Event>,
+        out: &mut impl Out,
     ) {
         type F = t::lbs_migrate_flags;
         let ctx = MigrateContext {
@@ -391,6 +444,77 @@ mod tests {
         d.decode(&b[..3], &|_| None, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(d.malformed, 2);
+    }
+
+    /// A staged record: its slots decode as records of their own, in order, each with its
+    /// own time; a slot holding a staged record, or a record cut short, counts as malformed.
+    #[test]
+    fn staged_slots_decode_in_order() {
+        let slot = t::lbs_stage::LBS_STAGE_SLOT.0 as usize;
+        let mut sw = t::lbs_switch {
+            h: hdr(t::lbs_kind::LBS_SWITCH, 1),
+            prev_pid: 10,
+            next_pid: 11,
+            prev_state: 0,
+            pad: 0,
+        };
+        sw.h.ts = 2000;
+        let mut nr = t::lbs_rq {
+            h: hdr(t::lbs_kind::LBS_NR_RUNNING, 1),
+            rq_cpu: 0,
+            pad: 0,
+            v0: 3,
+            v1: 0,
+            v2: 0,
+        };
+        nr.h.ts = 2500;
+        let mut outer = hdr(t::lbs_kind::LBS_STAGED, 1);
+        outer.flags = 3;
+        let mut rec = bytes(&outer);
+        for part in [bytes(&sw), bytes(&nr), bytes(&outer)] {
+            let mut s = part;
+            s.resize(slot, 0xee);
+            rec.extend(s);
+        }
+        let mut d = Decoder::new(Kallsyms::default());
+        let mut out = vec![];
+        d.decode(&rec, &|_| None, &mut out);
+        let got: Vec<_> = out
+            .iter()
+            .map(|e| (e.ts_ns, e.cpu, e.kind.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    2000,
+                    1,
+                    EventKind::Switch {
+                        prev_pid: 10,
+                        prev_state: 0,
+                        next_pid: 11
+                    }
+                ),
+                (
+                    2500,
+                    1,
+                    EventKind::NrRunning {
+                        rq_cpu: 0,
+                        nr_running: 3,
+                        util_est: None,
+                        cfs_h_nr_running: None
+                    }
+                )
+            ]
+        );
+        assert_eq!(d.malformed, 1, "a staged record inside a staged one");
+        d.decode(&rec[..rec.len() - 1], &|_| None, &mut out);
+        assert_eq!(
+            (out.len(), d.malformed),
+            (2, 2),
+            "fewer bytes than its slots"
+        );
+        assert_eq!(record_cpu(&rec), Some(1));
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod fold;
 pub mod hooks;
 pub mod kallsyms;
 mod losses;
+mod merge;
 mod schedstat;
 mod skel;
 
@@ -356,6 +357,12 @@ fn load<'o>(
     ro.ringbuf_size = u64::from(cfg.ringbuf_bytes);
     ro.wakeup_below_free = u64::from(cfg.ringbuf_bytes / 2);
     ro.fold = cfg.fold;
+    // Staged records need the timer hook, which sends what a busy CPU holds at its tick.
+    let timer = present
+        .iter()
+        .any(|(tp, ok)| *ok && *tp == "hrtimer_expire_exit")
+        && !cfg.unneeded.contains(&"hrtimer_expire_exit");
+    ro.staging = !cfg.fold && timer;
     ro.fold_nr_at_events = cfg.fold && cfg.unneeded.contains(&"sched_update_nr_running_tp");
     ro.fold_tgid = cfg.fold_tgid.unwrap_or(0);
     ro.nr_cpus = nr_cpus as i64;
@@ -512,7 +519,7 @@ fn drain(
     ready: Sender<Result<ProbeReport, SourceError>>,
 ) {
     let decoder = RefCell::new(decode::Decoder::new(kallsyms));
-    let batch: RefCell<Vec<Event>> = RefCell::new(Vec::with_capacity(65536));
+    let merge = RefCell::new(merge::Merge::new(2, possible_cpus()));
     let pool = BatchPool::new();
     let stacks = &skel.maps.stacks;
     let fetch = |id: u32| -> Option<Vec<u64>> {
@@ -524,20 +531,19 @@ fn drain(
             .collect();
         Some(addrs)
     };
-    let mut builder = RingBufferBuilder::new();
-    let added = builder.add(&skel.maps.events, |data: &[u8]| {
+    // Each record's events go straight to its ring's and CPU's queue.
+    let take = |ring: usize, data: &[u8]| {
+        let cpu = decode::record_cpu(data).unwrap_or(0);
+        let mut m = merge.borrow_mut();
         decoder
             .borrow_mut()
-            .decode(data, &fetch, &mut batch.borrow_mut());
+            .decode(data, &fetch, m.queue(ring, cpu));
         0
-    });
+    };
+    let mut builder = RingBufferBuilder::new();
+    let added = builder.add(&skel.maps.events, |data: &[u8]| take(0, data));
     let added = added.and_then(|b| match bskel {
-        Some(bs) => b.add(&bs.maps.balance_events, |data: &[u8]| {
-            decoder
-                .borrow_mut()
-                .decode(data, &fetch, &mut batch.borrow_mut());
-            0
-        }),
+        Some(bs) => b.add(&bs.maps.balance_events, |data: &[u8]| take(1, data)),
         None => Ok(b),
     });
     let rb = match added.map(|_| ()).and_then(|()| builder.build()) {
@@ -553,48 +559,51 @@ fn drain(
     let programs = losses::loaded(&objects);
     let mut lost_seen: Vec<u64> = Vec::new();
     let mut balancer_lost = 0u64;
+    // The source's own events, queued by time with the kernel's.
+    let mut own: Vec<Event> = Vec::new();
+    // The first batch starts with these, ahead of any record whatever its time: folded mode's
+    // opening Fold, and the start read of /proc/schedstat (the analyzer places each count
+    // against the reads' times, once it has seen the start read).
+    let mut first: Vec<Event> = Vec::new();
     let mut folder = cfg
         .fold
-        .then(|| fold::Folder::new(clock::monotonic_ns(), &mut batch.borrow_mut()));
-    // The start read comes before any record of the ring buffers, the end read before the
-    // last drain: every record sent before the end read was made before it.
+        .then(|| fold::Folder::new(clock::monotonic_ns(), &mut first));
     let switch = cfg.schedstat.then(|| {
         let (s, msg) = schedstat::Switch::on();
         if let Some(m) = msg {
             send(tx, SourceMsg::Warning(m), stop);
         }
-        batch.borrow_mut().extend(schedstat::read(false));
+        first.extend(schedstat::read(false));
         s
     });
+    let mut cap = 1024;
     loop {
         let stopping = stop.load(Ordering::SeqCst) != RUNNING;
-        if stopping && cfg.schedstat {
-            batch.borrow_mut().extend(schedstat::read(true));
-            // Calls in progress at the read finish and reach the ring buffer.
-            std::thread::sleep(Duration::from_millis(20));
+        if stopping {
+            if cfg.schedstat {
+                own.extend(schedstat::read(true));
+            }
+            // Calls in progress finish and reach the ring buffer, and busy CPUs send what
+            // they staged at their next tick.
+            std::thread::sleep(STOP_SETTLE);
         }
         let _ = rb.poll(if stopping {
             Duration::ZERO
         } else {
             cfg.poll_interval
         });
+        // Every record stamped HOLDBACK_NS before this read is in the ring buffers now.
+        let before = clock::monotonic_ns();
         let _ = rb.consume();
         let now = clock::monotonic_ns();
-        // The next batch starts with room for as many events as this one had, so a steady
-        // load does not regrow it record by record.
-        let mut out = {
-            let mut b = batch.borrow_mut();
-            let cap = b.len().max(1024);
-            std::mem::replace(&mut *b, pool.take(cap))
-        };
-        losses::lost_events(&skel.maps.lost, &mut lost_seen, now, &mut out);
+        losses::lost_events(&skel.maps.lost, &mut lost_seen, now, &mut own);
         if let Some(n) = bskel
             .and_then(|b| b.maps.bss_data.as_deref())
             .map(|b| b.lost)
             .filter(|n| *n > balancer_lost)
         {
             // The balancer's ring buffer is one for all CPUs: its losses go on CPU 0.
-            out.push(Event {
+            own.push(Event {
                 ts_ns: now,
                 cpu: 0,
                 kind: EventKind::Lost {
@@ -605,20 +614,52 @@ fn drain(
         }
         if let Some(f) = folder.as_mut() {
             if stopping {
-                f.finish(skel, now, &mut out);
+                f.finish(skel, now, &mut own);
             } else if f.due(now, FOLD_PERIOD_NS) {
-                f.flush(skel, now, &mut out);
+                f.flush(skel, now, &mut own);
             }
         }
-        out.push(Event {
+        own.push(Event {
             ts_ns: now,
             cpu: 0,
             kind: EventKind::Clock,
         });
+        // The next batch starts with room for as many events as this one had, so a steady
+        // load does not regrow it record by record.
+        let mut out = pool.take(cap);
+        out.append(&mut first);
+        {
+            let mut m = merge.borrow_mut();
+            m.push_own(&mut own);
+            let upto = if stopping {
+                u64::MAX
+            } else {
+                before.saturating_sub(m.holdback_ns)
+            };
+            m.release(upto, &mut out);
+        }
+        cap = out.len().max(1024);
         if !send(tx, SourceMsg::Batch(Batch::pooled(out, &pool)), stop) || stopping {
             break;
         }
     }
+    let m = merge.borrow();
+    if m.late > 0 {
+        send(
+            tx,
+            SourceMsg::Warning(format!(
+                "{} records reached user space after records made later had been analysed \
+                 (up to {:.1} ms late: CPUs held their staged records that long, as stalled \
+                 vCPUs or nohz_full CPUs do); each was taken at the latest time already seen, \
+                 and the wait grew to {} ms",
+                m.late,
+                m.late_max_ns as f64 / 1e6,
+                m.holdback_ns / 1_000_000
+            )),
+            stop,
+        );
+    }
+    drop(m);
     if let Some(w) = bskel.and_then(|b| losses::balancer_losses(b)) {
         send(tx, SourceMsg::Warning(w), stop);
     }
@@ -640,6 +681,10 @@ fn drain(
     }
     send(tx, SourceMsg::End, stop);
 }
+
+/// How long the collector waits at the end before its last drain: more than a tick at 100 Hz
+/// and the stage's age limit (bpf/lbscope.bpf.c, STAGE_AGE_NS).
+const STOP_SETTLE: Duration = Duration::from_millis(20);
 
 /// Collector states: running; stopping with everything delivered; stopping now.
 const RUNNING: u8 = 0;

@@ -1,0 +1,292 @@
+//! Puts the live source's events back in time order. Each CPU's records reach user space in
+//! their order, but not interleaved with other CPUs' as they happened: a CPU sends its staged
+//! records a few at a time (bpf/lbscope.h, `LBS_STAGED`), and the balancer hooks have a ring
+//! buffer of their own. [`Merge`] keeps one queue per ring buffer and CPU and releases, at
+//! each drain, every event stamped up to a watermark, merged by time.
+//!
+//! Invariants: events leave in time order across queues and in arrival order within one; an
+//! event stamped at or before a watermark already released leaves at the next release (the
+//! analyzer then takes it at the latest time it saw), is counted in [`Merge::late`], and
+//! widens the hold-back to twice its delay (up to [`MAX_HOLDBACK_NS`]): a machine whose CPUs
+//! stall (a virtual machine's vCPUs descheduled by its host) gets the wait it needs.
+
+use crate::event::Event;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// How far behind the drain's clock the watermark starts: more than a staged record can wait
+/// in its CPU's stage (a tick at 100 Hz, plus the stage's age limit), with room to spare.
+pub const HOLDBACK_NS: u64 = 25_000_000;
+
+/// The most a late event widens the hold-back to.
+pub const MAX_HOLDBACK_NS: u64 = 2_000_000_000;
+
+/// Per-queue events, merged by time up to a watermark.
+pub struct Merge {
+    queues: Vec<VecDeque<Event>>,
+    nr_cpus: usize,
+    /// The newest watermark released.
+    released_to: u64,
+    /// Events that arrived stamped at or before a watermark already released.
+    pub late: u64,
+    /// The longest such delay, ns.
+    pub late_max_ns: u64,
+    /// How far behind the drain's clock the watermark stays now.
+    pub holdback_ns: u64,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    /// The queues with an event to release (reused between releases).
+    active: Vec<usize>,
+}
+
+/// Up to this many queues with events, the merge scans their fronts; past it, a heap.
+const SCAN_MAX: usize = 8;
+
+impl Merge {
+    /// Queues for `rings` ring buffers of `nr_cpus` CPUs, and one for the source's own events.
+    pub fn new(rings: usize, nr_cpus: usize) -> Merge {
+        let nr_cpus = nr_cpus.max(1);
+        Merge {
+            queues: (0..rings * nr_cpus + 1).map(|_| VecDeque::new()).collect(),
+            nr_cpus,
+            released_to: 0,
+            late: 0,
+            late_max_ns: 0,
+            holdback_ns: HOLDBACK_NS,
+            heap: BinaryHeap::new(),
+            active: Vec::new(),
+        }
+    }
+
+    /// The queue of ring buffer `ring`'s records made on `cpu` (a CPU past the possible ones
+    /// shares the last one's queue, keeping its arrival order).
+    pub fn queue(&mut self, ring: usize, cpu: u32) -> &mut VecDeque<Event> {
+        let cpu = (cpu as usize).min(self.nr_cpus - 1);
+        let q = (ring * self.nr_cpus + cpu).min(self.queues.len() - 2);
+        &mut self.queues[q]
+    }
+
+    /// Queues events the source makes itself (losses, folded histograms, clock), stamped in
+    /// non-decreasing order.
+    pub fn push_own(&mut self, events: &mut Vec<Event>) {
+        let last = self.queues.len() - 1;
+        self.queues[last].extend(events.drain(..));
+    }
+
+    /// Moves every queued event stamped at or before `upto` to `out`, in time order.
+    pub fn release(&mut self, upto: u64, out: &mut Vec<Event>) {
+        let mut active = std::mem::take(&mut self.active);
+        active.clear();
+        active.extend(
+            self.queues
+                .iter()
+                .enumerate()
+                .filter(|(_, q)| q.front().is_some_and(|e| e.ts_ns <= upto))
+                .map(|(i, _)| i),
+        );
+        if active.len() <= SCAN_MAX {
+            // Few queues (a small machine): the earliest front by a scan.
+            while !active.is_empty() {
+                let (mut best, mut limit) = (0, upto);
+                let mut best_ts = u64::MAX;
+                for (k, &i) in active.iter().enumerate() {
+                    let t = self.queues[i].front().map_or(u64::MAX, |e| e.ts_ns);
+                    if t < best_ts {
+                        limit = limit.min(best_ts);
+                        (best, best_ts) = (k, t);
+                    } else {
+                        limit = limit.min(t);
+                    }
+                }
+                if !self.take_run(active[best], limit, upto, out) {
+                    // In index order still: ties go to the lower queue.
+                    active.remove(best);
+                }
+            }
+        } else {
+            self.heap.clear();
+            for &i in &active {
+                let t = self.queues[i].front().map_or(u64::MAX, |e| e.ts_ns);
+                self.heap.push(Reverse((t, i)));
+            }
+            while let Some(Reverse((_, i))) = self.heap.pop() {
+                let limit = self
+                    .heap
+                    .peek()
+                    .map_or(upto, |Reverse((t, _))| (*t).min(upto));
+                if self.take_run(i, limit, upto, out) {
+                    let t = self.queues[i].front().map_or(u64::MAX, |e| e.ts_ns);
+                    self.heap.push(Reverse((t, i)));
+                }
+            }
+        }
+        self.active = active;
+        self.released_to = self.released_to.max(upto.min(u64::MAX - 1));
+    }
+
+    /// Moves queue `i`'s first event, then the next ones stamped up to `limit`, to `out` (in
+    /// one copy); returns whether the queue still holds one stamped up to `upto`.
+    fn take_run(&mut self, i: usize, limit: u64, upto: u64, out: &mut Vec<Event>) -> bool {
+        let q = &mut self.queues[i];
+        let (a, b) = q.as_slices();
+        let mut n = 0;
+        for e in a.iter().chain(b) {
+            if n > 0 && e.ts_ns > limit {
+                break;
+            }
+            n += 1;
+            if e.ts_ns < self.released_to {
+                let delay = self.released_to - e.ts_ns;
+                self.late += 1;
+                self.late_max_ns = self.late_max_ns.max(delay);
+                self.holdback_ns = self
+                    .holdback_ns
+                    .max(delay.saturating_mul(2).min(MAX_HOLDBACK_NS));
+            }
+        }
+        out.extend(q.drain(..n));
+        q.front().is_some_and(|e| e.ts_ns <= upto)
+    }
+
+    /// Events queued and not yet released.
+    #[cfg(test)]
+    pub fn held(&self) -> usize {
+        self.queues.iter().map(VecDeque::len).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::EventKind;
+
+    fn ev(ts: u64, cpu: u32) -> Event {
+        Event {
+            ts_ns: ts,
+            cpu,
+            kind: EventKind::Clock,
+        }
+    }
+
+    fn push(m: &mut Merge, ring: usize, evs: Vec<Event>) {
+        for e in evs {
+            m.queue(ring, e.cpu).push_back(e);
+        }
+    }
+
+    fn times(v: &[Event]) -> Vec<(u64, u32)> {
+        v.iter().map(|e| (e.ts_ns, e.cpu)).collect()
+    }
+
+    /// Two CPUs' runs arriving one after the other leave interleaved by time, only up to the
+    /// watermark; the rest leaves at the next release, and a straggler counts as late.
+    #[test]
+    fn runs_of_two_cpus_leave_in_time_order_up_to_the_watermark() {
+        let mut m = Merge::new(2, 2);
+        push(&mut m, 0, vec![ev(10, 0), ev(30, 0), ev(50, 0), ev(70, 0)]);
+        push(&mut m, 0, vec![ev(20, 1), ev(40, 1), ev(60, 1)]);
+        push(&mut m, 1, vec![ev(35, 1)]);
+        m.push_own(&mut vec![ev(45, 0)]);
+        let mut out = Vec::new();
+        m.release(50, &mut out);
+        assert_eq!(
+            times(&out),
+            [
+                (10, 0),
+                (20, 1),
+                (30, 0),
+                (35, 1),
+                (40, 1),
+                (45, 0),
+                (50, 0)
+            ]
+        );
+        assert_eq!(m.held(), 2);
+        push(&mut m, 1, vec![ev(48, 0)]);
+        out.clear();
+        m.release(u64::MAX, &mut out);
+        assert_eq!(times(&out), [(48, 0), (60, 1), (70, 0)]);
+        assert_eq!(m.late, 1, "48 came after 50 was released");
+        assert_eq!(m.late_max_ns, 2);
+        assert_eq!(
+            m.holdback_ns, HOLDBACK_NS,
+            "a delay of 2 ns leaves it as it was"
+        );
+        assert_eq!(m.held(), 0);
+    }
+
+    /// Equal times keep each queue's arrival order, and queues in index order; a CPU past
+    /// the queues shares the last CPU's queue.
+    #[test]
+    fn ties_and_out_of_range_cpus_keep_arrival_order() {
+        let mut m = Merge::new(1, 2);
+        push(&mut m, 0, vec![ev(5, 1), ev(5, 7), ev(6, 1)]);
+        push(&mut m, 0, vec![ev(5, 0)]);
+        let mut out = Vec::new();
+        m.release(10, &mut out);
+        assert_eq!(times(&out), [(5, 0), (5, 1), (5, 7), (6, 1)]);
+        assert_eq!(m.late, 0);
+    }
+
+    /// Sorted per-CPU runs of many CPUs (the heap) and of few (the scan) come out as one
+    /// time-ordered sequence, whatever the order the runs were queued in.
+    #[test]
+    fn many_and_few_queues_merge_alike() {
+        for cpus in [3usize, 24] {
+            let mut m = Merge::new(1, cpus);
+            let mut seed = 12345u64;
+            let mut all = Vec::new();
+            let mut next = vec![0u64; cpus];
+            for _ in 0..40 {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let cpu = (seed >> 33) as usize % cpus;
+                let n = 1 + (seed >> 20) as usize % 32;
+                let mut run = Vec::new();
+                for _ in 0..n {
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    next[cpu] += 1 + (seed >> 40) % 1000;
+                    run.push(ev(next[cpu], cpu as u32));
+                    all.push((next[cpu], cpu as u32));
+                }
+                push(&mut m, 0, run);
+            }
+            let upto = all.iter().map(|a| a.0).max().unwrap() / 2;
+            let mut out = Vec::new();
+            m.release(upto, &mut out);
+            let mut want: Vec<_> = all.iter().copied().filter(|a| a.0 <= upto).collect();
+            want.sort();
+            let mut got = times(&out);
+            assert!(
+                got.windows(2).all(|w| w[0].0 <= w[1].0),
+                "{cpus} CPUs: in time order"
+            );
+            got.sort();
+            assert_eq!(
+                got, want,
+                "{cpus} CPUs: every event up to the watermark, once"
+            );
+            out.clear();
+            m.release(u64::MAX, &mut out);
+            assert_eq!(out.len() + want.len(), all.len());
+            assert_eq!(m.late, 0);
+        }
+    }
+
+    /// A straggler widens the hold-back to twice its delay, capped.
+    #[test]
+    fn a_late_event_widens_the_holdback() {
+        let mut m = Merge::new(1, 2);
+        let mut out = Vec::new();
+        m.release(100_000_000, &mut out);
+        push(&mut m, 0, vec![ev(40_000_000, 1)]);
+        m.release(200_000_000, &mut out);
+        assert_eq!((m.late, m.late_max_ns), (1, 60_000_000));
+        assert_eq!(m.holdback_ns, 120_000_000);
+        m.release(20_000_000_000, &mut out);
+        push(&mut m, 0, vec![ev(1, 0)]);
+        m.release(20_000_000_000, &mut out);
+        assert_eq!(m.holdback_ns, MAX_HOLDBACK_NS);
+        assert_eq!(out.len(), 2);
+    }
+}
