@@ -100,6 +100,8 @@ struct known_task {
 	__u32 tgid;
 	__u32 pad;
 	__u64 mask_hash;
+	/* When it was announced: a record another CPU stamped earlier announces it again. */
+	__u64 ts;
 };
 
 struct {
@@ -492,14 +494,20 @@ static __always_inline void note_task(const bool btf, __u64 ts, struct task_stru
 	if (!k) {
 		nk.tgid = RD(btf, p, tgid);
 		nk.mask_hash = mask_hash_of(btf, p, NULL);
+		nk.ts = ts;
 		/* Announce first, remember after: another CPU that then finds the task known
-		 * reserves its records behind these, so no event of a task reaches user space
-		 * before its name (two CPUs may both announce it, which is harmless). */
+		 * stamps its records at or after this announcement, or announces it again (two
+		 * announcements are harmless). User space takes records in time order, so no event
+		 * of a task comes before its name. */
 		emit_task(ts, p, pid, nk.tgid, 0);
 		emit_affinity(btf, ts, p, pid);
 		bpf_map_update_elem(&known, &pid, &nk, BPF_ANY);
 		return;
 	}
+	/* This handler began before another CPU announced the task, and its record would
+	 * come first: the name goes ahead of it, with its time. */
+	if (k->ts > ts)
+		emit_task(ts, p, pid, k->tgid, 0);
 	if (check_mask) {
 		__u64 h = mask_hash_of(btf, p, NULL);
 
@@ -1247,6 +1255,7 @@ static __always_inline int h_exec(const bool btf, __u64 ts, __u64 *ctx)
 
 	nk.tgid = RD(btf, p, tgid);
 	nk.mask_hash = mask_hash_of(btf, p, NULL);
+	nk.ts = ts;
 	emit_task(ts, p, pid, nk.tgid, 1);
 	bpf_map_update_elem(&known, &pid, &nk, BPF_ANY);
 	return 0;
