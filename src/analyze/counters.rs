@@ -21,6 +21,7 @@
 //! that its figures compare with the kernel's difference: a count whose moment falls inside
 //! a read (the kernel printed each CPU at some instant of it) is counted apart as in flight.
 
+use super::read_window::{Place, Window};
 use crate::event::{
     Balance, BalanceCall, BalanceOrigin, CpuIdleType, Event, EventKind, MigrationType, Reason,
 };
@@ -58,14 +59,22 @@ impl Imbalance {
         self.load + self.util + self.task + self.misfit
     }
 
-    fn add(&mut self, t: MigrationType, v: u64) {
-        let f = match t {
+    fn of(&mut self, t: MigrationType) -> &mut u64 {
+        match t {
             MigrationType::Load => &mut self.load,
             MigrationType::Util => &mut self.util,
             MigrationType::Task => &mut self.task,
             MigrationType::Misfit => &mut self.misfit,
-        };
-        *f += v;
+        }
+    }
+
+    fn add(&mut self, t: MigrationType, v: u64) {
+        *self.of(t) += v;
+    }
+
+    fn sub(&mut self, t: MigrationType, v: u64) {
+        let f = self.of(t);
+        *f = f.saturating_sub(v);
     }
 }
 
@@ -161,53 +170,6 @@ struct Search {
     balanced: bool,
 }
 
-/// Where a count's moment falls against the window.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Place {
-    In,
-    Out,
-    InFlight,
-}
-
-/// The window between the two `/proc/schedstat` reads: `(read start, read end)` of each.
-#[derive(Clone, Copy, Debug, Default)]
-struct Window {
-    start: Option<(u64, u64)>,
-    end: Option<(u64, u64)>,
-}
-
-/// How far outside the window a count is still taken as in flight rather than out: timestamps
-/// of different CPUs are not exactly in order. In a lab guest under emulation, an active
-/// balance's detach stamped 1.4 ms before the start read (on the stopper's CPU) was still
-/// counted by the kernel after that read (its lb_gained was in the difference of the two
-/// reads). Counts inside the window are not touched: lbscope's figure stays what it was, and
-/// only what the kernel may add beyond it grows.
-const READ_GUARD_NS: u64 = 2_000_000;
-
-impl Window {
-    /// Where a count made at some moment in `[a, b]` falls.
-    fn place(&self, a: u64, b: u64) -> Place {
-        let g = READ_GUARD_NS;
-        if let Some((s0, s1)) = self.start {
-            if b.saturating_add(g) < s0 {
-                return Place::Out;
-            }
-            if a <= s1 {
-                return Place::InFlight;
-            }
-        }
-        if let Some((e0, e1)) = self.end {
-            if a > e1.saturating_add(g) {
-                return Place::Out;
-            }
-            if b >= e0 {
-                return Place::InFlight;
-            }
-        }
-        Place::In
-    }
-}
-
 #[derive(Clone, Copy, Debug, Default)]
 struct Row {
     counts: Counts,
@@ -222,7 +184,7 @@ struct Row {
 /// The counting, over an interval (no window) or a run (the schedstat window).
 #[derive(Clone, Debug, Default)]
 pub struct Counter {
-    rows: BTreeMap<(LevelId, usize), Row>,
+    rows: BTreeMap<Key, Row>,
     alb_pushed: BTreeMap<LevelId, u64>,
     stopper_runs: u64,
     by_migrations: BTreeMap<(Reason, Option<usize>), u64>,
@@ -232,13 +194,25 @@ pub struct Counter {
     /// The tasks the call in progress on each executing CPU detached: (row, when). The
     /// kernel adds them to lb_gained at the end of detach_tasks, after the last detach, so
     /// each is counted at the call's exit, as made somewhere from its detach to that exit.
-    pending_gained: Vec<Vec<((LevelId, usize), u64)>>,
-    window: Window,
+    pending_gained: Vec<Vec<(Key, u64)>>,
+    window: Window<Held>,
     windowed: bool,
 }
 
+/// A count placed inside the window that moves to in flight if the end read falls inside its
+/// call (see [`Window`]).
+#[derive(Clone, Copy, Debug)]
+enum Held {
+    Count(Key, Which),
+    /// A search's imbalance, under its migration type; `true` when counted as undetermined.
+    Amount(Key, MigrationType, u64, bool),
+}
+
+/// A row's key: the domain level and the idle type's index.
+type Key = (LevelId, usize);
+
 /// Which of the four counts.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Which {
     Count,
     Balanced,
@@ -246,13 +220,17 @@ enum Which {
     Gained,
 }
 
-fn bump(c: &mut Counts, w: Which) {
+fn field(c: &mut Counts, w: Which) -> &mut u64 {
     match w {
-        Which::Count => c.lb_count += 1,
-        Which::Balanced => c.lb_balanced += 1,
-        Which::Failed => c.lb_failed += 1,
-        Which::Gained => c.lb_gained += 1,
+        Which::Count => &mut c.lb_count,
+        Which::Balanced => &mut c.lb_balanced,
+        Which::Failed => &mut c.lb_failed,
+        Which::Gained => &mut c.lb_gained,
     }
+}
+
+fn bump(c: &mut Counts, w: Which) {
+    *field(c, w) += 1;
 }
 
 impl Counter {
@@ -274,7 +252,7 @@ impl Counter {
             .map_or(LevelId::Raw(sd_level), LevelId::Topo)
     }
 
-    fn count(&mut self, key: (LevelId, usize), w: Which, a: u64, b: u64) {
+    fn count(&mut self, key: Key, w: Which, a: u64, b: u64) {
         let place = match self.windowed {
             true => self.window.place(a, b),
             false => Place::In,
@@ -285,6 +263,31 @@ impl Counter {
             Place::InFlight => bump(&mut row.in_flight, w),
             Place::Out => {}
         }
+        if place == Place::In && self.windowed {
+            self.window.hold(Held::Count(key, w), b);
+        }
+    }
+
+    /// Moves a held count to in flight: the end read fell inside its call.
+    fn unhold(&mut self, h: Held) {
+        match h {
+            Held::Count(key, w) => {
+                let row = self.rows.entry(key).or_default();
+                let c = field(&mut row.counts, w);
+                *c = c.saturating_sub(1);
+                bump(&mut row.in_flight, w);
+            }
+            Held::Amount(key, t, v, undetermined) => {
+                let row = self.rows.entry(key).or_default();
+                if undetermined {
+                    row.undetermined = row.undetermined.saturating_sub(1);
+                    row.undetermined_amount.sub(t, v);
+                } else {
+                    row.imbalance.sub(t, v);
+                }
+                row.in_flight_amount.add(t, v);
+            }
+        }
     }
 
     fn inside(&self, t: u64) -> bool {
@@ -293,14 +296,21 @@ impl Counter {
 
     /// Counts one event.
     pub fn push(&mut self, topo: &IndexedTopology, ev: &Event) {
+        if self.windowed {
+            self.window.saw(ev.ts_ns);
+        }
         match &ev.kind {
             EventKind::Balance(b) => self.balance(topo, ev, b),
             EventKind::BalanceCall(c) => self.call(topo, ev, c),
             EventKind::Schedstat(s) if self.windowed => {
                 let span = (ev.ts_ns, ev.ts_ns.saturating_add(s.read_ns));
                 match s.end {
-                    false => self.window.start = Some(span),
-                    true => self.window.end = Some(span),
+                    false => self.window.start(span),
+                    true => {
+                        for h in self.window.end(span) {
+                            self.unhold(h);
+                        }
+                    }
                 }
             }
             _ => {}
@@ -395,14 +405,18 @@ impl Counter {
                 continue;
             }
             let went_on = i < last || c.moved > 0 || c.failed;
+            let (t, v) = (s.migration_type, s.imbalance);
             let row = self.rows.entry(key).or_default();
             match (place, went_on) {
-                (Place::InFlight, _) => row.in_flight_amount.add(s.migration_type, s.imbalance),
-                (_, true) => row.imbalance.add(s.migration_type, s.imbalance),
+                (Place::InFlight, _) => row.in_flight_amount.add(t, v),
+                (_, true) => row.imbalance.add(t, v),
                 (_, false) => {
                     row.undetermined += 1;
-                    row.undetermined_amount.add(s.migration_type, s.imbalance);
+                    row.undetermined_amount.add(t, v);
                 }
+            }
+            if place == Place::In && self.windowed {
+                self.window.hold(Held::Amount(key, t, v, !went_on), exit);
             }
         }
     }
@@ -413,6 +427,7 @@ impl Counter {
             LevelId::Topo(i) => topo.level_key(Some(i)).to_string(),
             LevelId::Raw(n) => format!("sd_level{n}"),
         };
+        self.window.clear_held();
         let rows = std::mem::take(&mut self.rows)
             .into_iter()
             .filter(|(_, r)| {

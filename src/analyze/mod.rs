@@ -39,6 +39,7 @@ mod idle;
 mod latency;
 mod migrations;
 mod per_task;
+mod read_window;
 mod snapshot;
 mod task;
 #[cfg(test)]

@@ -259,9 +259,8 @@ fn the_run_counts_between_the_reads() {
         detach(30000000, 0, 0, LLC, Idle, 7, BalanceOrigin::Own),
         call(29900000, 0, LLC, Idle, 1, false, 500000),
         schedstat(100000000, true, 1000000),
-        // Entered before the end read, its outcome made during the read (its record, made
-        // at its exit, arrives after the read's: the source sends nothing made during a
-        // read before it): its lb_count is in flight too (a preempted call's count can go up
+        // Entered before the end read, its outcome made during the read, its record after
+        // the read's: its lb_count is in flight too (a preempted call's count can go up
         // after its entry).
         call(99000000, 1, LLC, Idle, 0, false, 1500000),
         // Arrived after the end read, made before it: in.
@@ -327,4 +326,39 @@ fn the_imbalance_of_a_call_made_during_a_read_is_counted_in_flight() {
     assert_eq!(ours.imbalance_undetermined_amount, Imbalance::default());
     assert_eq!(ours.imbalance_in_flight_amount.task, 3);
     assert_eq!(ours.in_flight, counts(2, 1, 1, 0));
+}
+
+/// The time merge takes a call's record by its entry, so a call spanning the end read comes
+/// before the read: its counts and imbalance, first placed inside, move to in flight when the
+/// read comes (6.12 wakeup-storm: lbscope's smt idle lb_balanced 945, the kernel's 944).
+#[test]
+fn a_call_taken_before_the_end_read_it_spans_is_in_flight() {
+    use CpuIdleType::*;
+    let events = [
+        schedstat(10000000, false, 1000000),
+        // Wholly inside, ended long before the end read.
+        search(20000001, 0, LLC, Idle, Some((MigrationType::Task, 1))),
+        call(20000000, 0, LLC, Idle, 0, true, 500000),
+        // Spans the end read, taken before it: a balanced call and a failed one with its
+        // imbalance, and a balanced one whose last search found a group (undetermined).
+        call(99000000, 1, LLC, Idle, 0, false, 1500000),
+        search(99500001, 0, LLC, Idle, Some((MigrationType::Util, 4))),
+        call(99500000, 0, LLC, Idle, 0, true, 900000),
+        search(99600001, 2, LLC, Idle, Some((MigrationType::Load, 5))),
+        call(99600000, 2, LLC, Idle, 0, false, 800000),
+        // Ends just before the read: inside.
+        call(99700000, 3, LLC, Idle, 0, false, 200000),
+        schedstat(100000000, true, 1000000),
+    ];
+    let mut a = analyzer(topo3(), LONG);
+    run(&mut a, &events);
+    let r = a.run_counters();
+    let ours = r.rows[0].lbscope.as_ref().unwrap();
+    assert_eq!(ours.counts, counts(2, 1, 1, 0));
+    assert_eq!(ours.in_flight, counts(3, 2, 1, 0));
+    assert_eq!(ours.imbalance.task, 1);
+    assert_eq!(ours.imbalance.util, 0);
+    assert_eq!(ours.imbalance_undetermined, 0);
+    assert_eq!(ours.imbalance_in_flight_amount.util, 4);
+    assert_eq!(ours.imbalance_in_flight_amount.load, 5);
 }
