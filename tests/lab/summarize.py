@@ -60,7 +60,13 @@ EXPECTED_FINDINGS = {
 # 100 ms hold, and a finding there would be a false alarm. It was raised in 4 of 7 boots
 # that day, when a spread held longer; on 4node (16 threads over four nodes) it was raised in
 # every run of the matrices so far.
-EXPECTED_FINDINGS_BY_TOPOLOGY = {("2s-smt-numa", "numa-spread"): ["missed_pull"]}
+# mixed on 2s-smt-numa (4 CPU hogs and 8 sleepers on 8 CPUs) is not built for missed_pull
+# either: 8 boots of it (2026-11-25/26, both kernels, fentry and kprobe) raised it 0, 4, 6, 7,
+# 7, 13, 16 and 37 times, where 4node raised it 8-41 times in every run. There the queues
+# rarely wait long enough beside an idle CPU; missed_pull stays checked on that topology by
+# group-imbalance, numa-spread and overload.
+EXPECTED_FINDINGS_BY_TOPOLOGY = {("2s-smt-numa", "numa-spread"): ["missed_pull"],
+                                 ("2s-smt-numa", "mixed"): ["busy_wakeup"]}
 # The migration types a scenario is built to make the kernel use (at least MIN_TYPE_PAIRS
 # searches both sides found imbalanced with that kernel type). misfit needs asymmetric CPU
 # capacities, which no lab topology has (x86 under QEMU): no scenario can exercise it.
