@@ -67,6 +67,7 @@ struct lbs_balance _lbs_balance = {};
 struct lbs_balance_call _lbs_balance_call = {};
 struct lbs_rt_call _lbs_rt_call = {};
 struct lbs_hist _lbs_hist = {};
+struct lbs_proc_hist _lbs_proc_hist = {};
 struct lbs_proc_key _lbs_proc_key = {};
 struct lbs_fold_ctl _lbs_fold_ctl = {};
 enum lbs_kind _lbs_kind = 0;
@@ -204,7 +205,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
 	__type(key, struct lbs_proc_key);
-	__type(value, struct lbs_hist);
+	__type(value, struct lbs_proc_hist);
 } proc_hist SEC(".maps");
 
 struct {
@@ -574,13 +575,20 @@ static __always_inline __u32 log2_slot(__u64 us)
 }
 
 /* A zeroed histogram, the initial value of a process's entry. */
-struct lbs_hist empty_hist = {};
+struct lbs_proc_hist empty_proc_hist = {};
 
-/* Adds one sample. `shared`: other CPUs may add to h at the same time (a process's entry):
- * the buckets are then added atomically and `count` is left to user space (the sum of the
- * buckets), one atomic fewer; the min and max may miss a racing sample's. 0 in min_ns means
- * none yet (no wait lasts 0 ns). */
-static __always_inline void hist_add(struct lbs_hist *h, __u64 ns, const bool shared)
+/* The minimum and maximum of a histogram; 0 in min_ns means none yet (no wait lasts 0 ns).
+ * In a process's entry, shared by every CPU, a racing sample's may be missed. */
+static __always_inline void min_max(__u64 *min_ns, __u64 *max_ns, __u64 ns)
+{
+	if (*min_ns == 0 || ns < *min_ns)
+		*min_ns = ns;
+	if (ns > *max_ns)
+		*max_ns = ns;
+}
+
+/* Adds one sample to a CPU's histogram (this CPU's alone). */
+static __always_inline void hist_add(struct lbs_hist *h, __u64 ns)
 {
 	/* 64-bit indices: checked and used in the same register, which verifiers before 6.2 need
 	 * (a 32-bit index is zero-extended into a fresh copy for the access, its bound lost). */
@@ -590,18 +598,23 @@ static __always_inline void hist_add(struct lbs_hist *h, __u64 ns, const bool sh
 	barrier_var(s);
 	if (i >= LBS_FINE_LEN || s >= LBS_LOG2_SLOTS)
 		return;
-	if (shared) {
-		__sync_fetch_and_add(&h->log2[s], 1);
-		__sync_fetch_and_add(&h->fine[i], 1);
-	} else {
-		h->count++;
-		h->log2[s]++;
-		h->fine[i]++;
-	}
-	if (h->min_ns == 0 || ns < h->min_ns)
-		h->min_ns = ns;
-	if (ns > h->max_ns)
-		h->max_ns = ns;
+	h->count++;
+	h->log2[s]++;
+	h->fine[i]++;
+	min_max(&h->min_ns, &h->max_ns, ns);
+}
+
+/* Adds one sample to a process's histogram, which other CPUs add to at the same time: one
+ * atomic add, at the bucket that names both the fine bucket and the slot (lbscope.h). */
+static __always_inline void proc_hist_add(struct lbs_proc_hist *h, __u64 ns)
+{
+	__u64 k = (__u64)fine_index(ns) + log2_slot(ns / 1000);
+
+	barrier_var(k);
+	if (k >= LBS_PROC_BUCKETS)
+		return;
+	__sync_fetch_and_add(&h->bucket[k], 1);
+	min_max(&h->min_ns, &h->max_ns, ns);
 }
 
 /* One run-queue latency sample of a task of `tgid` that starts running on this CPU, into
@@ -609,23 +622,24 @@ static __always_inline void hist_add(struct lbs_hist *h, __u64 ns, const bool sh
 static __always_inline void fold_sample(__u32 bank, __u32 tgid, __u64 ns)
 {
 	struct lbs_proc_key key = {};
+	struct lbs_proc_hist *p;
 	struct lbs_hist *h;
 
 	key.bank = bank & 1;
 	key.tgid = tgid;
 	h = bpf_map_lookup_elem(&cpu_hist, &key.bank);
 	if (h)
-		hist_add(h, ns, false);
+		hist_add(h, ns);
 	/* With one process folded, the per-CPU histograms are that process's. */
 	if (fold_tgid)
 		return;
-	h = bpf_map_lookup_elem(&proc_hist, &key);
-	if (!h) {
-		bpf_map_update_elem(&proc_hist, &key, &empty_hist, BPF_NOEXIST);
-		h = bpf_map_lookup_elem(&proc_hist, &key);
+	p = bpf_map_lookup_elem(&proc_hist, &key);
+	if (!p) {
+		bpf_map_update_elem(&proc_hist, &key, &empty_proc_hist, BPF_NOEXIST);
+		p = bpf_map_lookup_elem(&proc_hist, &key);
 	}
-	if (h)
-		hist_add(h, ns, true);
+	if (p)
+		proc_hist_add(p, ns);
 }
 
 /* p became runnable at ts (woken, or preempted and still queued): runqlat's start time. */

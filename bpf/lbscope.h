@@ -235,6 +235,18 @@ struct lbs_hist {
 	__u64 fine[LBS_FINE_LEN];
 };
 
+/* A process's folded run-queue latency, filled by every CPU: one atomic add per sample, at
+ * bucket fine + slot (a sample's log-linear bucket plus its runqlat slot). Both only grow with
+ * the latency, so each sum names one (bucket, slot) pair, which user space splits back into
+ * the two histograms of struct lbs_hist: one cache line touched where two were. */
+#define LBS_PROC_BUCKETS (LBS_FINE_LEN + LBS_LOG2_SLOTS)
+
+struct lbs_proc_hist {
+	__u64 min_ns;
+	__u64 max_ns;
+	__u64 bucket[LBS_PROC_BUCKETS];
+};
+
 /* Key of the per-process folded histograms: two banks, one filled while user space reads
  * and clears the other. */
 struct lbs_proc_key {

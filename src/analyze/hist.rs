@@ -31,7 +31,7 @@ pub fn log2_slot(us: u64) -> usize {
 }
 
 /// The fine bucket of a value in nanoseconds.
-fn fine_index(v: u64) -> usize {
+pub fn fine_index(v: u64) -> usize {
     if v < SUB {
         v as usize
     } else {
@@ -42,7 +42,7 @@ fn fine_index(v: u64) -> usize {
 }
 
 /// Inclusive value range of a fine bucket.
-fn fine_bounds(i: usize) -> (u64, u64) {
+pub fn fine_bounds(i: usize) -> (u64, u64) {
     let i = i as u64;
     if i < SUB {
         return (i, i);

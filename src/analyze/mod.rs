@@ -48,7 +48,7 @@ pub mod timeline;
 
 pub use cgroups::TOP_CGROUPS;
 pub use filter::{AnalyzerConfig, Filter};
-pub use hist::{log2_slot, LOG2_SLOTS};
+pub use hist::{fine_bounds, fine_index, log2_slot, LOG2_SLOTS};
 pub use idle::WaitStatus;
 pub use latency::TOP_PROCESSES;
 pub use migrations::reason_names;

@@ -8,16 +8,49 @@
 //! were taken, none is lost or counted twice. The last flush at stop retires the filling bank
 //! too and reads both. Each flush also starts a new epoch: a task's first run in each is
 //! streamed as a switch, so the model knows where every thread runs (uneven_spread).
+//!
+//! A process's histogram comes as one array of buckets, each the sum of a sample's fine
+//! bucket and runqlat slot (bpf/lbscope.h, `struct lbs_proc_hist`), split back here into the
+//! two histograms.
 
 use super::skel::LbscopeSkel;
-use crate::analyze::LOG2_SLOTS;
+use crate::analyze::{fine_bounds, fine_index, log2_slot, LOG2_SLOTS};
 use crate::event::{Event, EventKind, Fold, FoldedHist};
 use libbpf_rs::{MapCore, MapFlags};
+use std::sync::OnceLock;
 
 /// Counters in one `struct lbs_hist`: count, min, max, the log2 slots, the fine buckets.
 /// The slots are the analyzer's; the fine buckets stop at the kernel's cap (LBS_FINE_LEN).
 const HIST_WORDS: usize = 3 + LOG2_SLOTS + FINE_LEN;
 const FINE_LEN: usize = 528;
+/// Counters in one `struct lbs_proc_hist`: min, max, the summed buckets.
+const PROC_WORDS: usize = 2 + PROC_BUCKETS;
+const PROC_BUCKETS: usize = FINE_LEN + LOG2_SLOTS;
+
+/// The kernel's fine bucket of a latency (capped at its last one, LBS_FINE_LEN - 1).
+fn kernel_fine(ns: u64) -> usize {
+    fine_index(ns).min(FINE_LEN - 1)
+}
+
+/// The (fine bucket, slot) pair each summed bucket of a process's histogram stands for. As a
+/// latency grows, its fine bucket and its slot never fall and at each step one rises: along
+/// that path their sum is new at every step. Every pair on it starts at a fine bucket's lower
+/// bound or at a slot's (2^s us), so those values name them all.
+fn proc_pairs() -> &'static [Option<(usize, usize)>; PROC_BUCKETS] {
+    static PAIRS: OnceLock<[Option<(usize, usize)>; PROC_BUCKETS]> = OnceLock::new();
+    PAIRS.get_or_init(|| {
+        let mut pairs = [None; PROC_BUCKETS];
+        let fine_lows = (0..FINE_LEN).map(|i| fine_bounds(i).0);
+        let slot_lows = (1..LOG2_SLOTS).map(|s| (1u64 << s) * 1000);
+        for ns in fine_lows.chain(slot_lows) {
+            let (i, s) = (kernel_fine(ns), log2_slot(ns / 1000));
+            if let Some(p) = pairs.get_mut(i + s) {
+                *p = Some((i, s));
+            }
+        }
+        pairs
+    })
+}
 
 /// The flush state.
 pub(super) struct Folder {
@@ -85,7 +118,7 @@ fn set_filling(skel: &LbscopeSkel<'_>, bank: u32, epoch: u32) {
         .update(&0u32.to_ne_bytes(), &v, MapFlags::ANY);
 }
 
-/// One `struct lbs_hist` from its bytes; `None` for an empty one or a size mismatch.
+/// One `struct lbs_hist` (a CPU's) from its bytes; `None` for an empty one or a size mismatch.
 fn parse_hist(b: &[u8]) -> Option<FoldedHist> {
     if b.len() < HIST_WORDS * 8 {
         return None;
@@ -94,11 +127,7 @@ fn parse_hist(b: &[u8]) -> Option<FoldedHist> {
         .chunks_exact(8)
         .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
         .collect();
-    // A process's entry leaves `count` to us: the sum of its buckets.
-    let count = match w[0] {
-        0 => w[3 + LOG2_SLOTS..].iter().sum(),
-        n => n,
-    };
+    let count = w[0];
     if count == 0 {
         return None;
     }
@@ -109,6 +138,41 @@ fn parse_hist(b: &[u8]) -> Option<FoldedHist> {
         max_ns: w[2],
         log2: trimmed(&w[3..3 + LOG2_SLOTS]),
         fine: trimmed(&w[3 + LOG2_SLOTS..]),
+    })
+}
+
+/// One `struct lbs_proc_hist` from its bytes, split into a [`FoldedHist`]; `None` for an
+/// empty one or a size mismatch.
+fn parse_proc_hist(b: &[u8]) -> Option<FoldedHist> {
+    if b.len() < PROC_WORDS * 8 {
+        return None;
+    }
+    let w: Vec<u64> = b[..PROC_WORDS * 8]
+        .chunks_exact(8)
+        .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
+        .collect();
+    let (mut log2, mut fine) = (vec![0u64; LOG2_SLOTS], vec![0u64; FINE_LEN]);
+    let mut count = 0;
+    for (n, pair) in w[2..].iter().zip(proc_pairs()) {
+        if let (n @ 1.., Some((i, s))) = (*n, pair) {
+            fine[*i] += n;
+            log2[*s] += n;
+            count += n;
+        }
+    }
+    if count == 0 {
+        return None;
+    }
+    let trimmed = |mut v: Vec<u64>| {
+        v.truncate(v.iter().rposition(|c| *c != 0).map_or(0, |i| i + 1));
+        v
+    };
+    Some(FoldedHist {
+        count,
+        min_ns: w[0],
+        max_ns: w[1],
+        log2: trimmed(log2),
+        fine: trimmed(fine),
     })
 }
 
@@ -135,7 +199,7 @@ fn read_bank(skel: &LbscopeSkel<'_>, bank: u32) -> Fold {
         .collect();
     for k in keys {
         if let Ok(Some(v)) = procs.lookup(&k, MapFlags::ANY) {
-            if let Some(h) = parse_hist(&v) {
+            if let Some(h) = parse_proc_hist(&v) {
                 let tgid = u32::from_ne_bytes(k[..4].try_into().unwrap_or([0; 4]));
                 fold.by_tgid.push((tgid, h));
             }
@@ -159,6 +223,78 @@ mod tests {
     }
 
     #[test]
+    fn proc_layout_matches_the_bpf_struct() {
+        assert_eq!(
+            std::mem::size_of::<super::super::skel::types::lbs_proc_hist>(),
+            PROC_WORDS * 8
+        );
+    }
+
+    /// The kernel's summed bucket of a latency (bpf/lbscope.bpf.c, `proc_hist_add`).
+    fn summed(ns: u64) -> usize {
+        kernel_fine(ns) + log2_slot(ns / 1000)
+    }
+
+    /// Every latency's summed bucket splits back into its own fine bucket and slot: around
+    /// every bucket's and slot's edges, and past both caps.
+    #[test]
+    fn a_process_bucket_names_one_fine_bucket_and_one_slot() {
+        let mut edges: Vec<u64> = (0..FINE_LEN)
+            .flat_map(|i| {
+                let (lo, hi) = fine_bounds(i);
+                [lo, hi]
+            })
+            .chain((1..LOG2_SLOTS).map(|s| (1u64 << s) * 1000))
+            .chain([u64::MAX / 2, u64::MAX])
+            .collect();
+        let near: Vec<u64> = edges
+            .iter()
+            .flat_map(|e| [e.saturating_sub(1), e.saturating_add(1)])
+            .collect();
+        edges.extend(near);
+        edges.extend((0..200_000).step_by(7));
+        for ns in edges {
+            let k = summed(ns);
+            assert!(k < PROC_BUCKETS, "{ns} ns");
+            assert_eq!(
+                proc_pairs()[k],
+                Some((kernel_fine(ns), log2_slot(ns / 1000))),
+                "{ns} ns"
+            );
+        }
+    }
+
+    #[test]
+    fn a_process_histogram_splits_into_slots_and_fine_buckets() {
+        let samples = [
+            300u64, 1_999, 2_000, 2_047, 2_048, 2_100, 70_000, 70_000, 5_000_000,
+        ];
+        let mut w = vec![0u64; PROC_WORDS];
+        (w[0], w[1]) = (300, 5_000_000);
+        for ns in samples {
+            w[2 + summed(ns)] += 1;
+        }
+        let b: Vec<u8> = w.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let h = parse_proc_hist(&b).unwrap();
+        assert_eq!((h.count, h.min_ns, h.max_ns), (9, 300, 5_000_000));
+        let mut log2 = vec![0u64; LOG2_SLOTS];
+        let mut fine = vec![0u64; FINE_LEN];
+        for ns in samples {
+            log2[log2_slot(ns / 1000)] += 1;
+            fine[kernel_fine(ns)] += 1;
+        }
+        assert_eq!(h.log2[..], log2[..h.log2.len()]);
+        assert_eq!(h.fine[..], fine[..h.fine.len()]);
+        assert!(log2[h.log2.len()..].iter().all(|n| *n == 0));
+        assert!(fine[h.fine.len()..].iter().all(|n| *n == 0));
+        assert!(
+            parse_proc_hist(&vec![0u8; PROC_WORDS * 8]).is_none(),
+            "empty"
+        );
+        assert!(parse_proc_hist(&b[..16]).is_none(), "short");
+    }
+
+    #[test]
     fn parses_and_trims() {
         let mut w = vec![0u64; HIST_WORDS];
         w[0] = 3;
@@ -174,9 +310,6 @@ mod tests {
         assert_eq!(h.log2, vec![2, 0, 1]);
         assert_eq!(h.fine.len(), 201);
         assert!(parse_hist(&vec![0u8; HIST_WORDS * 8]).is_none(), "empty");
-        w[0] = 0;
-        let b: Vec<u8> = w.iter().flat_map(|v| v.to_ne_bytes()).collect();
-        assert_eq!(parse_hist(&b).unwrap().count, 3, "count from the buckets");
         assert!(parse_hist(&b[..16]).is_none(), "short");
     }
 }
