@@ -329,6 +329,15 @@ fn folded_runqlat_matches_libbpf_tools() {
     compare_with_runqlat(&["--fold", "on"]);
 }
 
+/// Folded without `-p`, a process's histogram is the kernel's per-process one (each sample a
+/// single bucket naming its fine bucket and its slot, split back in user space): still
+/// runqlat's, sample for sample.
+#[test]
+fn folded_process_histogram_matches_libbpf_tools() {
+    let Some(_g) = live_guard() else { return };
+    compare_with_runqlat(&["--fold", "on", "--by-process"]);
+}
+
 /// How far one log2 slot of the two tools may differ, as a share of the samples. The counts
 /// agree exactly; a slot moves because both tools' handlers run one after the other on the
 /// same tracepoints, so each reads the clock a few hundred ns after the other at a wakeup or
@@ -338,7 +347,15 @@ fn folded_runqlat_matches_libbpf_tools() {
 const SLOT_SKEW: f64 = 0.04;
 
 /// lbscope's run-queue latency of one process, with `extra` report flags, against runqlat's.
+/// `--by-process` in `extra` (not a report flag) reads the process's entry of
+/// `runqlat_by_process` from a report of every process instead of a report of it alone.
 fn compare_with_runqlat(extra: &[&str]) {
+    let by_process = extra.contains(&"--by-process");
+    let extra: Vec<&str> = extra
+        .iter()
+        .copied()
+        .filter(|a| *a != "--by-process")
+        .collect();
     let comm = unique_comm("lbslat");
     // Sleepers waking beside a CPU hog: latencies from microseconds to a tick, not piled on
     // one bucket edge.
@@ -355,8 +372,11 @@ fn compare_with_runqlat(extra: &[&str]) {
     let mut rq = Command::new("stdbuf");
     rq.args(["-oL", &require_tool("runqlat", "libbpf-tools"), "-p", &pid]);
     let rq = Tracer::start("runqlat", rq, Some("Tracing"), Duration::from_millis(200));
-    let mut args = vec!["-i", "3600", "-p", &pid];
-    args.extend_from_slice(extra);
+    let mut args = vec!["-i", "3600"];
+    if !by_process {
+        args.extend(["-p", pid.as_str()]);
+    }
+    args.extend_from_slice(&extra);
     let lbs = Tracer::start(
         "lbscope",
         report_cmd(&args),
@@ -372,14 +392,24 @@ fn compare_with_runqlat(extra: &[&str]) {
 
     let theirs = runqlat_hist(&rq_out);
     let their_total: u64 = theirs.values().sum();
-    let snap = last_json(&out);
-    let ours: Vec<u64> = snap["runqlat_us"]["log2_buckets"]
+    let last = last_json(&out);
+    let snap = match by_process {
+        true => last["runqlat_by_process"]
+            .as_array()
+            .expect("runqlat_by_process")
+            .iter()
+            .find(|p| p["tgid"].as_u64().map(|t| t.to_string()).as_ref() == Some(&pid))
+            .unwrap_or_else(|| panic!("process {pid} among the processes: {last}"))
+            .clone(),
+        false => last["runqlat_us"].clone(),
+    };
+    let ours: Vec<u64> = snap["log2_buckets"]
         .as_array()
         .expect("log2_buckets")
         .iter()
         .map(|v| v.as_u64().unwrap())
         .collect();
-    let our_total = count_of(&snap, &["runqlat_us", "count"]);
+    let our_total = count_of(&snap, &["count"]);
     assert_eq!(
         our_total,
         ours.iter().sum::<u64>(),
