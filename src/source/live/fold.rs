@@ -118,20 +118,28 @@ fn set_filling(skel: &LbscopeSkel<'_>, bank: u32, epoch: u32) {
         .update(&0u32.to_ne_bytes(), &v, MapFlags::ANY);
 }
 
+/// The first `n` words of a map value; `None` when it is shorter.
+fn words(b: &[u8], n: usize) -> Option<Vec<u64>> {
+    let b = b.get(..n * 8)?;
+    Some(
+        b.chunks_exact(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect(),
+    )
+}
+
+/// `s` without its trailing zeros.
+fn trimmed(s: &[u64]) -> Vec<u64> {
+    s[..s.iter().rposition(|c| *c != 0).map_or(0, |i| i + 1)].to_vec()
+}
+
 /// One `struct lbs_hist` (a CPU's) from its bytes; `None` for an empty one or a size mismatch.
 fn parse_hist(b: &[u8]) -> Option<FoldedHist> {
-    if b.len() < HIST_WORDS * 8 {
-        return None;
-    }
-    let w: Vec<u64> = b[..HIST_WORDS * 8]
-        .chunks_exact(8)
-        .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
-        .collect();
+    let w = words(b, HIST_WORDS)?;
     let count = w[0];
     if count == 0 {
         return None;
     }
-    let trimmed = |s: &[u64]| s[..s.iter().rposition(|c| *c != 0).map_or(0, |i| i + 1)].to_vec();
     Some(FoldedHist {
         count,
         min_ns: w[1],
@@ -144,13 +152,7 @@ fn parse_hist(b: &[u8]) -> Option<FoldedHist> {
 /// One `struct lbs_proc_hist` from its bytes, split into a [`FoldedHist`]; `None` for an
 /// empty one or a size mismatch.
 fn parse_proc_hist(b: &[u8]) -> Option<FoldedHist> {
-    if b.len() < PROC_WORDS * 8 {
-        return None;
-    }
-    let w: Vec<u64> = b[..PROC_WORDS * 8]
-        .chunks_exact(8)
-        .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
-        .collect();
+    let w = words(b, PROC_WORDS)?;
     let (mut log2, mut fine) = (vec![0u64; LOG2_SLOTS], vec![0u64; FINE_LEN]);
     let mut count = 0;
     for (n, pair) in w[2..].iter().zip(proc_pairs()) {
@@ -163,16 +165,12 @@ fn parse_proc_hist(b: &[u8]) -> Option<FoldedHist> {
     if count == 0 {
         return None;
     }
-    let trimmed = |mut v: Vec<u64>| {
-        v.truncate(v.iter().rposition(|c| *c != 0).map_or(0, |i| i + 1));
-        v
-    };
     Some(FoldedHist {
         count,
         min_ns: w[0],
         max_ns: w[1],
-        log2: trimmed(log2),
-        fine: trimmed(fine),
+        log2: trimmed(&log2),
+        fine: trimmed(&fine),
     })
 }
 
