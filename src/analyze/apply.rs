@@ -66,6 +66,9 @@ impl Analyzer {
                 self.model.push_other(ev);
             }
         }
+        if self.model.tasks().has_unseen() {
+            self.count_unseen();
+        }
     }
 
     /// [`Analyzer::apply`] for the kinds it does not handle inline.
@@ -221,7 +224,10 @@ impl Analyzer {
             self.switched_out(prev, prev_state);
             return self.folded_switch(cpu, next);
         }
+        self.unseen.switched(cpu, prev, next);
         if prev != 0 {
+            // Switched out here: if it was last seen elsewhere, it moved unseen.
+            self.model.tasks_mut().seen_on(prev, cpu);
             if prev_state == 0 {
                 // Preempted: still runnable, now waiting on this CPU (runqlat re-enqueues it).
                 self.enqueue(ts, prev, cpu);

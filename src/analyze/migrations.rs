@@ -30,6 +30,7 @@ pub struct MigrationCounter {
     /// `matrix[level][reason]`; the last row is the "unknown" level.
     matrix: Vec<[u64; NR_REASONS]>,
     context: u64,
+    unseen: u64,
     unknown_stacks: HashMap<u32, u64>,
     stacks: HashMap<u32, Vec<String>>,
 }
@@ -40,6 +41,7 @@ impl MigrationCounter {
         MigrationCounter {
             matrix: vec![[0; NR_REASONS]; nr_levels + 1],
             context: 0,
+            unseen: 0,
             unknown_stacks: HashMap::new(),
             stacks: HashMap::new(),
         }
@@ -70,6 +72,11 @@ impl MigrationCounter {
         if let (Reason::Unknown, Some(id)) = (reason, stack_id) {
             *self.unknown_stacks.entry(id).or_insert(0) += 1;
         }
+    }
+
+    /// Counts one migration no record said (see [`MigrationStats::unseen`]).
+    pub fn record_unseen(&mut self) {
+        self.unseen += 1;
     }
 
     /// The interval's figures, then zeroes the counters.
@@ -107,6 +114,7 @@ impl MigrationCounter {
             }
         }
         s.context_classified = self.context;
+        s.unseen = std::mem::take(&mut self.unseen);
         let mut stacks: Vec<(u32, u64)> = self.unknown_stacks.drain().collect();
         // Most frequent first; ids break ties so the output does not depend on hashing.
         stacks.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));

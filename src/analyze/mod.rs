@@ -45,6 +45,7 @@ mod task;
 #[cfg(test)]
 pub(crate) mod tests;
 pub mod timeline;
+mod unseen;
 
 pub use cgroups::TOP_CGROUPS;
 pub use filter::{AnalyzerConfig, Filter};
@@ -107,6 +108,8 @@ pub struct Analyzer {
     lost: u64,
     lost_by_cpu: BTreeMap<u32, u64>,
     lost_total: u64,
+    /// Switch gaps and unseen migrations.
+    unseen: unseen::Unseen,
     /// A `Fold` event was seen: see the `folded` module. Never reset.
     folded: bool,
     /// Folded histograms dropped as inconsistent (damaged or crafted input).
@@ -139,7 +142,8 @@ impl Analyzer {
                 all_cpus = all_cpus.or(&d.span);
             }
         }
-        let model = Model::with_tasks(&topology, config.model.clone());
+        let mut model = Model::with_tasks(&topology, config.model.clone());
+        model.tasks_mut().notice_unseen(true);
         Analyzer {
             idle: IdleAccounting::new(&topology, |level, span| model.missed_pull_ns(level, span)),
             migrations: MigrationCounter::new(topology.levels.len()),
@@ -157,6 +161,7 @@ impl Analyzer {
             lost: 0,
             lost_by_cpu: BTreeMap::new(),
             lost_total: 0,
+            unseen: unseen::Unseen::default(),
             folded: false,
             dropped_folds: 0,
             thread_names: IdMap::default(),
@@ -399,6 +404,7 @@ impl Analyzer {
             idle_while_waiting,
             lost_events: std::mem::take(&mut self.lost),
             lost_by_cpu: std::mem::take(&mut self.lost_by_cpu),
+            switch_gaps: std::mem::take(&mut self.unseen.switch_gaps),
             cpus: self.cpu_table(),
             model_rules: self.model.rules().name().to_string(),
             domains,

@@ -38,6 +38,12 @@ pub struct Snapshot {
     pub lost_events: u64,
     /// Dropped events by CPU (non-zero only).
     pub lost_by_cpu: BTreeMap<u32, u64>,
+    /// Switches whose previous task was not the one their CPU last switched to: switches
+    /// happened that no record says, because the kernel ran no BPF program at them (it
+    /// counts no miss then) or their records were lost. Non-zero: figures may be
+    /// incomplete, as with `lost_events`. Not counted in folded mode.
+    #[serde(default)]
+    pub switch_gaps: u64,
     /// Per-CPU state at the end of the interval.
     pub cpus: Vec<CpuStatus>,
     /// Which kernel's balancer rules the model applied ("v6_1", "v6_6_plus").
@@ -135,6 +141,12 @@ pub struct MigrationStats {
     pub matrix: BTreeMap<String, BTreeMap<String, u64>>,
     /// Migrations whose reason was inferred from the executing context (no stack).
     pub context_classified: u64,
+    /// Migrations no record said, not in `total`: a task seen on a CPU other than the one
+    /// it was last seen on, with no migration between (the kernel ran no BPF program at
+    /// that `sched_migrate_task`, or the record was lost). Consecutive unseen moves of one
+    /// task count as one. Not counted in folded mode.
+    #[serde(default)]
+    pub unseen: u64,
     /// Migrations with reason "unknown" by stack, most frequent first (at most 20).
     pub unknown_stacks: Vec<UnknownStack>,
 }

@@ -112,6 +112,7 @@ fn snaps(ivs: &[Iv]) -> Vec<Snapshot> {
                     .collect(),
                 lost_events: iv.lost,
                 lost_by_cpu: BTreeMap::new(),
+                switch_gaps: 0,
                 cpus: vec![],
                 model_rules: String::new(),
                 domains: vec![],

@@ -44,7 +44,7 @@ use crate::topology::{IndexedTopology, LevelKind, Topology};
 use domains::{DomainTable, ModelDomain};
 use serde_json::json;
 use stats::CpuSample;
-pub use task::{TaskExt, TaskTable};
+pub use task::{TaskExt, TaskTable, UnseenMove};
 
 /// The model's thresholds; every one is a `report`/`diff` flag.
 #[derive(Clone, Debug, PartialEq, Eq)]

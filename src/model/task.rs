@@ -7,6 +7,10 @@
 //! of the task (`ext`: the analyzer's runqlat and wait state; nothing for the validator's own
 //! model), so that a switch or a wakeup looks its task up once for both.
 //!
+//! It also notices moves it was not told of: a task seen on a CPU other than its last one,
+//! with no migration between (the kernel ran no BPF program at that `sched_migrate_task`,
+//! or its record was lost), is an unseen move, queued for the owner ([`TaskTable::take_unseen`]).
+//!
 //! Invariants: a task's entries go at its exit; `allowed` is `None` for "every CPU"; a default
 //! entry says no more than no entry.
 
@@ -26,6 +30,17 @@ pub struct LastMove {
     pub t_ns: u64,
     /// Why.
     pub reason: Reason,
+}
+
+/// A move the table was not told of: the task was last seen on `src` and is now on `dst`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnseenMove {
+    /// The task.
+    pub pid: Pid,
+    /// The CPU it was last seen on.
+    pub src: u32,
+    /// The CPU it is seen on now.
+    pub dst: u32,
 }
 
 /// What the owner of a [`TaskTable`] keeps per task beside the model.
@@ -93,6 +108,11 @@ pub struct TaskTable<X = ()> {
     cgroups: IdMap<Pid, u64>,
     /// Each task's last migration, for those that moved.
     last_moves: IdMap<Pid, LastMove>,
+    /// Moves noticed and not yet taken by the owner.
+    unseen: Vec<UnseenMove>,
+    /// Whether unseen moves are queued (off by default: an owner that never takes them, or
+    /// whose events leave most switches out, has them ignored).
+    notice: bool,
 }
 
 impl<X> Default for TaskTable<X> {
@@ -101,6 +121,18 @@ impl<X> Default for TaskTable<X> {
             tasks: IdMap::default(),
             cgroups: IdMap::default(),
             last_moves: IdMap::default(),
+            unseen: Vec::new(),
+            notice: false,
+        }
+    }
+}
+
+/// Sets `t`'s CPU to `cpu`, queueing an unseen move when it was last seen elsewhere.
+#[inline]
+fn seen_at<X>(t: &mut Task<X>, unseen: &mut Vec<UnseenMove>, notice: bool, pid: Pid, cpu: u32) {
+    if let Some(src) = t.cpu.replace(cpu) {
+        if src != cpu && notice {
+            unseen.push(UnseenMove { pid, src, dst: cpu });
         }
     }
 }
@@ -191,7 +223,7 @@ impl<X: TaskExt> TaskTable<X> {
             return None;
         }
         let t = self.tasks.entry(pid).or_default();
-        t.cpu = Some(cpu);
+        seen_at(t, &mut self.unseen, self.notice, pid, cpu);
         Some(&mut t.ext)
     }
 
@@ -202,9 +234,36 @@ impl<X: TaskExt> TaskTable<X> {
             return None;
         }
         let t = self.tasks.entry(pid).or_default();
-        t.cpu = Some(cpu);
+        seen_at(t, &mut self.unseen, self.notice, pid, cpu);
         t.ran = true;
         Some(&mut t.ext)
+    }
+
+    /// It was seen on `cpu` (switched out there), if it has an entry.
+    #[inline]
+    pub fn seen_on(&mut self, pid: Pid, cpu: u32) {
+        if let Some(t) = self.tasks.get_mut(&pid) {
+            seen_at(t, &mut self.unseen, self.notice, pid, cpu);
+        }
+    }
+
+    /// Queue unseen moves from now on (`true`) or not.
+    pub fn notice_unseen(&mut self, on: bool) {
+        self.notice = on;
+        if !on {
+            self.unseen.clear();
+        }
+    }
+
+    /// Whether moves were noticed since the last [`TaskTable::take_unseen`].
+    #[inline]
+    pub fn has_unseen(&self) -> bool {
+        !self.unseen.is_empty()
+    }
+
+    /// The moves noticed since the last call, oldest first.
+    pub fn take_unseen(&mut self) -> std::vec::Drain<'_, UnseenMove> {
+        self.unseen.drain(..)
     }
 
     /// Records its move `src -> dst` at `t`; returns the previous move if this one undoes it
@@ -224,7 +283,10 @@ impl<X: TaskExt> TaskTable<X> {
 
     /// It moved `src -> dst` at `t` for `reason` (call after [`TaskTable::migrated`]).
     pub fn moved(&mut self, pid: Pid, src: u32, dst: u32, t_ns: u64, reason: Reason) {
-        self.tasks.entry(pid).or_default().cpu = Some(dst);
+        let t = self.tasks.entry(pid).or_default();
+        // Last seen elsewhere than where this move starts: an earlier move went unseen.
+        seen_at(t, &mut self.unseen, self.notice, pid, src);
+        t.cpu = Some(dst);
         self.last_moves.insert(
             pid,
             LastMove {

@@ -315,6 +315,14 @@ fn text_has_runqlat_layout_and_sections() {
         ),
         "{out}"
     );
+    assert!(
+        out.contains("  and 3 unseen (no record; inferred from where"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Unrecorded: 0 switch gaps, 3 unseen migrations"),
+        "{out}"
+    );
     assert!(out.contains("Lost events: 4 (cpu 5: 4)"));
     assert!(out.contains("INCOMPLETE"));
     for l in &lines {

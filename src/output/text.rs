@@ -63,6 +63,9 @@ fn header(s: &Snapshot, clock_base_ns: i64, w: &mut impl Write) -> io::Result<()
     if s.lost_events > 0 {
         write!(w, "  LOST {} EVENTS", s.lost_events)?;
     }
+    if s.switch_gaps > 0 {
+        write!(w, "  {} SWITCH GAPS", s.switch_gaps)?;
+    }
     writeln!(w)
 }
 
@@ -142,6 +145,13 @@ fn migrations(s: &Snapshot, topo: &Topology, w: &mut impl Write) -> io::Result<(
         "Migrations: {} total, {:.1}/s, {} classified from context (no stack)",
         m.total, rate, m.context_classified
     )?;
+    if m.unseen > 0 {
+        writeln!(
+            w,
+            "  and {} unseen (no record; inferred from where the tasks ran next)",
+            m.unseen
+        )?;
+    }
     if m.total == 0 {
         return Ok(());
     }
@@ -229,6 +239,14 @@ fn idle_while_waiting(s: &Snapshot, w: &mut impl Write) -> io::Result<()> {
 }
 
 fn lost(s: &Snapshot, w: &mut impl Write) -> io::Result<()> {
+    if s.switch_gaps > 0 || s.migrations.unseen > 0 {
+        writeln!(
+            w,
+            "Unrecorded: {} switch gaps, {} unseen migrations (the kernel ran no BPF\n  \
+             program at those tracepoints, or records were lost): figures may be incomplete",
+            s.switch_gaps, s.migrations.unseen
+        )?;
+    }
     if s.lost_events == 0 {
         return writeln!(w, "Lost events: 0");
     }

@@ -230,6 +230,12 @@ fn a_cgroup_s_migrations_match_perf_and_its_latency_is_its_own() {
     // CPUs): a few moves are enough for the comparison to mean something.
     assert!(perf_n >= 5, "the workload migrated (perf counted {perf_n})");
     assert!(samples > 0, "the cgroup's tasks waited");
-    assert_eq!(by_cgroup, perf_n, "per-cgroup migrations vs perf stat");
-    assert_eq!(total, perf_n, "the filtered total is the cgroup's");
+    assert_eq!(by_cgroup, total, "the filtered total is the cgroup's");
+    // Moves the kernel ran no BPF program for: see live::migrations_match_perf.
+    let unseen = sum(&snaps, |s| s["migrations"]["unseen"].as_u64().unwrap());
+    assert!(
+        total <= perf_n && perf_n <= total + unseen,
+        "per-cgroup migrations vs perf stat: perf {perf_n}, lbscope {total} recorded and \
+         {unseen} unseen"
+    );
 }

@@ -140,22 +140,29 @@ fn migrations_match_perf() {
     let (snap, _, _) = migration_run(&comm, perf, None, Duration::from_secs(1), &[]);
     let perf_n = perf_stat_count(&stat_out);
     let total = count_of(&snap, &["migrations", "total"]);
-    eprintln!("perf {perf_n}, lbscope {}", snap["migrations"]);
+    let unseen = count_of(&snap, &["migrations", "unseen"]);
+    eprintln!(
+        "perf {perf_n}, lbscope {} (switch gaps {})",
+        snap["migrations"], snap["switch_gaps"]
+    );
     assert!(perf_n > 20, "the workload migrated (perf counted {perf_n})");
+    // Where the kernel runs no BPF program at a tracepoint hit, perf may still count the
+    // move; lbscope infers it from where the task ran next (`migrations.unseen`). On this
+    // machine BPF programs do not run while a thread of pid 1 (the VM's agent) is current,
+    // interrupts on top of it included (bpftrace misses the same hits, and no recursion miss
+    // is counted); perf and tracefs miss that thread's own task context too, where a
+    // newly idle balance can pull a workload thread: such a move is unseen by all three and
+    // inferred by lbscope alone. So perf's count lies between lbscope's recorded moves and
+    // those plus the unseen ones (both ends reached in 40 runs here: 31 with nothing
+    // unseen, all equal).
     assert!(
         total <= perf_n,
-        "lbscope counts no migration perf does not: lbscope {total}, perf {perf_n}"
+        "lbscope records no migration perf does not count: lbscope {total}, perf {perf_n}"
     );
-    // A known miss, open (README, "Checked against"): in about one run in twelve under a
-    // CPU hog, on builds with and without staged records, perf counts one migration more.
-    // The recording lacks it (no lost record, no skipped program run), and the task filter
-    // is not the cause. One is let through and printed; more fails.
-    if total != perf_n {
-        eprintln!("KNOWN MISS: perf {perf_n}, lbscope {total}: one migration not seen");
-    }
     assert!(
-        perf_n - total <= 1,
-        "lbscope and perf count the workload's migrations alike: lbscope {total}, perf {perf_n}"
+        perf_n <= total + unseen,
+        "every migration perf counts beyond lbscope's records is one lbscope infers: \
+         perf {perf_n}, lbscope {total} recorded and {unseen} unseen"
     );
 }
 

@@ -134,6 +134,11 @@ fn prometheus_stores_what_perf_and_runqlat_count() {
         query(prom_port, "sum(lbscope_migrations_total)")
     })
     .expect("Prometheus has the migration counter");
+    // Moves the kernel ran no BPF program for (see live::migrations_match_perf).
+    let unseen = settled(Duration::from_secs(30), Duration::from_millis(1500), || {
+        query(prom_port, "sum(lbscope_unseen_migrations_total)")
+    })
+    .expect("Prometheus has the unseen migration counter");
     let samples = settled(Duration::from_secs(30), Duration::from_millis(1500), || {
         query(prom_port, "sum(lbscope_runqlat_seconds_count)")
     })
@@ -184,12 +189,15 @@ fn prometheus_stores_what_perf_and_runqlat_count() {
         .unwrap_or_else(|| panic!("no count in perf stat output: {text}"));
     let rq_n: u64 = crate::live::runqlat_hist(&rq_out).values().sum();
     eprintln!(
-        "perf {perf_n}, Prometheus migrations {migrations}; runqlat {rq_n}, Prometheus samples {samples}"
+        "perf {perf_n}, Prometheus migrations {migrations} (unseen {unseen}); runqlat {rq_n}, Prometheus samples {samples}"
     );
     assert!(perf_n > 20, "the workload migrated (perf counted {perf_n})");
-    assert_eq!(
-        migrations as u64, perf_n,
-        "the migration counter's increase over the window is perf's count"
+    // Between the recorded moves and those plus the unseen ones: see
+    // live::migrations_match_perf for the moves perf cannot see either.
+    assert!(
+        migrations as u64 <= perf_n && perf_n <= (migrations + unseen) as u64,
+        "the migration counter's increase over the window is perf's count, give or take the \
+         unseen moves: perf {perf_n}, recorded {migrations}, unseen {unseen}"
     );
     assert!(rq_n > 1000, "runqlat saw the workload: {rq_out}");
     // runqlat counts the process, serve the threads named `comm`: the workload names all of

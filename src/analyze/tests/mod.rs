@@ -8,6 +8,7 @@ mod idle;
 mod latency;
 mod migrate;
 mod misc;
+mod unseen;
 
 use super::{Analyzer, AnalyzerConfig, Filter, Snapshot, TaskMigrations, WaitStatus};
 use crate::cpuset::CpuSet;

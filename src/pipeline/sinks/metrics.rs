@@ -281,6 +281,8 @@ pub struct Metrics {
     imbalance: Family<Domain, Gauge>,
     busiest_type: Family<GroupTypeOf, Gauge>,
     lost: Counter,
+    switch_gaps: Counter,
+    unseen: Counter,
     events: Counter,
     intervals: Counter,
     /// The busiest-group type label set each domain last had (reset to 0 when it changes).
@@ -307,6 +309,8 @@ impl Metrics {
             imbalance: Family::default(),
             busiest_type: Family::default(),
             lost: Counter::default(),
+            switch_gaps: Counter::default(),
+            unseen: Counter::default(),
             events: Counter::default(),
             intervals: Counter::default(),
             last_types: Vec::new(),
@@ -378,6 +382,17 @@ impl Metrics {
             "lost_events",
             "Events the kernel ring buffer could not take",
             m.lost.clone(),
+        );
+        registry.register(
+            "switch_gaps",
+            "Switches whose previous task was not the one their CPU last switched to (switches \
+             no record says: the kernel ran no BPF program there, or records were lost)",
+            m.switch_gaps.clone(),
+        );
+        registry.register(
+            "unseen_migrations",
+            "Migrations no record said, inferred from a task seen on another CPU than its last",
+            m.unseen.clone(),
         );
         registry.register("events", "Events analyzed", m.events.clone());
         registry.register("intervals", "Intervals closed", m.intervals.clone());
@@ -522,6 +537,8 @@ impl Metrics {
         }
         self.last_types = types;
         self.lost.inc_by(s.lost_events);
+        self.switch_gaps.inc_by(s.switch_gaps);
+        self.unseen.inc_by(s.migrations.unseen);
         self.events.inc_by(s.events);
         self.intervals.inc();
     }

@@ -42,9 +42,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     cols.truncate(fit.max(1));
     let mut lines = vec![Line::styled(
         format!(
-            "migrations/s: {} total, {} classified from context (no stack)",
+            "migrations/s: {} total, {} classified from context (no stack){}",
             rate(m.total, len),
-            m.context_classified
+            m.context_classified,
+            match m.unseen {
+                0 => String::new(),
+                n => format!(", {} unseen", rate(n, len)),
+            }
         ),
         pal.title(),
     )];

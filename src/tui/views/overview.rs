@@ -89,6 +89,18 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
         Span::styled("  lost events ", pal.title()),
         Span::styled(s.lost_events.to_string(), lost_style),
     ]));
+    if s.switch_gaps > 0 || s.migrations.unseen > 0 {
+        lines.push(Line::from(vec![
+            Span::styled("unrecorded ", pal.title()),
+            Span::styled(
+                format!(
+                    "{} switch gaps, {} unseen migrations (no BPF run there)",
+                    s.switch_gaps, s.migrations.unseen
+                ),
+                pal.hot(),
+            ),
+        ]));
+    }
     lines.extend(meta_lines(app));
     let head = lines.len() as u16;
     let snaps = app.window_snaps();
