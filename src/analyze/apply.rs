@@ -224,7 +224,7 @@ impl Analyzer {
             self.switched_out(prev, prev_state);
             return self.folded_switch(cpu, next);
         }
-        self.unseen.switched(cpu, prev, next);
+        self.check_switch(cpu, prev);
         if prev != 0 {
             // Switched out here: if it was last seen elsewhere, it moved unseen.
             self.model.tasks_mut().seen_on(prev, cpu);

@@ -109,7 +109,6 @@ impl Analyzer {
     fn enter_folded(&mut self) {
         self.folded = true;
         self.model.tasks_mut().notice_unseen(false);
-        self.unseen.forget();
         let pids: Vec<Pid> = self.model.tasks().exts().map(|(p, _)| p).collect();
         for pid in pids {
             if let Some(t) = self.model.tasks_mut().ext_mut(pid) {

@@ -108,8 +108,8 @@ pub struct Analyzer {
     lost: u64,
     lost_by_cpu: BTreeMap<u32, u64>,
     lost_total: u64,
-    /// Switch gaps and unseen migrations.
-    unseen: unseen::Unseen,
+    /// Switch gaps in the open interval (see the `unseen` module).
+    switch_gaps: u64,
     /// A `Fold` event was seen: see the `folded` module. Never reset.
     folded: bool,
     /// Folded histograms dropped as inconsistent (damaged or crafted input).
@@ -161,7 +161,7 @@ impl Analyzer {
             lost: 0,
             lost_by_cpu: BTreeMap::new(),
             lost_total: 0,
-            unseen: unseen::Unseen::default(),
+            switch_gaps: 0,
             folded: false,
             dropped_folds: 0,
             thread_names: IdMap::default(),
@@ -404,7 +404,7 @@ impl Analyzer {
             idle_while_waiting,
             lost_events: std::mem::take(&mut self.lost),
             lost_by_cpu: std::mem::take(&mut self.lost_by_cpu),
-            switch_gaps: std::mem::take(&mut self.unseen.switch_gaps),
+            switch_gaps: std::mem::take(&mut self.switch_gaps),
             cpus: self.cpu_table(),
             model_rules: self.model.rules().name().to_string(),
             domains,

@@ -5,46 +5,24 @@
 //! no BPF program at the tracepoint (no recursion miss is counted then) or where records were
 //! lost; `perf stat` and tracefs still count those hits.
 //!
-//! Owns the per-CPU last switched-to task and the interval's counts. Folded mode sends
-//! switches only at idle transitions, so it counts neither.
+//! A switch gap is judged against the model's record of the task each CPU last switched to
+//! (read before the switch updates it). Folded mode sends switches only at idle transitions,
+//! so it counts neither.
 
 use super::Analyzer;
 use crate::event::Pid;
 
-/// The interval's counts and what they are judged from.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Unseen {
-    /// The task each CPU last switched to, by CPU.
-    current: Vec<Option<Pid>>,
-    /// Switch gaps in the open interval.
-    pub(super) switch_gaps: u64,
-}
-
-impl Unseen {
-    /// A switch on `cpu` from `prev` to `next`: counts a gap when `cpu` last switched to
-    /// another task than `prev`.
+impl Analyzer {
+    /// A switch on `cpu` from `prev`, before the model takes it: counts a gap when `cpu`
+    /// last switched to another task than `prev`.
     #[inline]
-    pub(super) fn switched(&mut self, cpu: u32, prev: Pid, next: Pid) {
-        let i = cpu as usize;
-        if i >= self.current.len() {
-            if i >= crate::cpuset::MAX_CPUS {
-                return;
-            }
-            self.current.resize(i + 1, None);
-        }
-        if self.current[i].is_some_and(|p| p != prev) {
+    pub(super) fn check_switch(&mut self, cpu: u32, prev: Pid) {
+        let last = self.model.cpu(cpu as usize).and_then(|c| c.current);
+        if last.is_some_and(|p| p != prev) {
             self.switch_gaps += 1;
         }
-        self.current[i] = Some(next);
     }
 
-    /// Forgets every CPU's task (folded mode: switches no longer all arrive).
-    pub(super) fn forget(&mut self) {
-        self.current.clear();
-    }
-}
-
-impl Analyzer {
     /// Counts the moves the task table noticed (each in `migrations.unseen`, under the same
     /// task and CPU filter as seen migrations).
     #[inline(never)]
