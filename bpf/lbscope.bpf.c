@@ -27,6 +27,10 @@ char LICENSE[] SEC("license") = "GPL";
 #define RD(btf, p, field) ((btf) ? (p)->field : BPF_CORE_READ(p, field))
 
 #define SCHED_SOFTIRQ 7
+/* Fair scheduling policies (include/uapi/linux/sched.h). */
+#define SCHED_NORMAL 0
+#define SCHED_BATCH 3
+#define SCHED_IDLE 5
 #define PF_KTHREAD 0x00200000
 #define PF_EXITING 0x00000004
 #define TASK_WAKING 0x00000200
@@ -119,6 +123,12 @@ struct cpu_ctx {
 	__u32 last_prev_pid;
 	__u32 submits;
 	__u32 pad;
+	/* SCHED_SOFTIRQ runs begun on this CPU, and the stack a migration of a fair task took
+	 * in run `stack_run` with its tracepoint's arguments at `stack_ctx` (see h_migrate). */
+	__u64 softirq_runs;
+	__u64 stack_run;
+	__u64 stack_ctx;
+	__s64 stack_id;
 };
 
 struct {
@@ -757,6 +767,23 @@ static __always_inline struct rq *task_rq_of(const bool btf, struct task_struct 
 	return cfs ? RD(btf, cfs, rq) : NULL;
 }
 
+static __always_inline int send_pelt(const bool btf, __u64 ts, __u64 now, struct rq *rq,
+				     __u32 cpu, struct rq_state *st, __u64 load, __u64 runnable);
+
+/* Folded mode has no pelt_cfs_tp program: the root cfs_rq's PELT sums are read at each switch
+ * of its CPU and sent as h_pelt_cfs sends them, once pelt_interval_ns passed or at once on a
+ * step (a dequeue or a pull just done moved a task's whole load). */
+static __always_inline void fold_pelt(const bool btf, __u64 ts, struct rq *rq, __u32 cpu,
+				      struct rq_state *st)
+{
+	__u64 load = RD(btf, rq, cfs.avg.load_avg), runnable = RD(btf, rq, cfs.avg.runnable_avg);
+
+	if (ts - st->last_pelt_ts < pelt_interval_ns && !pelt_step(load, st->pelt_load) &&
+	    !pelt_step(runnable, st->pelt_runnable))
+		return;
+	send_pelt(btf, ts, ts, rq, cpu, st, load, runnable);
+}
+
 /*
  * Folded mode's part of a switch: fold next's wait, start prev's if it stays queued, keep
  * the count of busy CPUs, send a sampled nr_running that is due. Returns whether the switch
@@ -800,8 +827,10 @@ static __always_inline bool fold_switch(const bool btf, __u64 ts, struct task_st
 	if (fold_nr_at_events) {
 		struct rq *rq = task_rq_of(btf, prev);
 
-		if (rq)
+		if (rq) {
 			fold_nr_now(ts, cpu, st, RD(btf, rq, nr_running));
+			fold_pelt(btf, ts, rq, cpu, st);
+		}
 	} else if (st->nr_now != st->nr_sent && ts - st->nr_sent_ts >= nr_sample_ns)
 		send_nr(ts, cpu, st, st->nr_now);
 	return !prev_pid || !next_pid || first;
@@ -905,11 +934,11 @@ static __always_inline int h_migrate(const bool btf, __u64 ts, __u64 *ctx)
 	__u32 dst = (__u32)ctx[1], src = task_cpu_of(btf, p);
 	struct task_struct *cur = (void *)bpf_get_current_task();
 	struct lbs_migrate *e;
-	__u32 zero = 0, flags = 0;
+	__u32 zero = 0, flags = 0, policy;
 	struct cpu_ctx *c;
 	long stack_id;
 	char comm[16];
-	bool waking;
+	bool waking, reuse;
 
 	if (src == dst)
 		return 0;
@@ -924,11 +953,26 @@ static __always_inline int h_migrate(const bool btf, __u64 ts, __u64 *ctx)
 	/* A task in TASK_WAKING is being placed by try_to_wake_up: the state alone says so
 	 * (the kernel's own test in migrate_task_rq_fair), and a wakeup's stack walk is most
 	 * of what migrations cost. Every other move is named by its stack. */
+	c = bpf_map_lookup_elem(&cpuctx, &zero);
+	policy = RD(btf, p, policy);
+	/* One balancer softirq run moves up to 32 tasks in one detach_tasks loop, each from the
+	 * same call chain: a fair task's move in the run and at the stack depth (the address of
+	 * the tracepoint's arguments) of the last walked one takes that walk's stack. A softirq
+	 * does not nest; the interrupts that can land in one move RT tasks or wake (no walk). */
+	reuse = c && c->in_sched_softirq &&
+		(policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE);
 	if (waking) {
 		flags |= LBS_MF_WAKING | LBS_MF_NO_STACK;
 		stack_id = -1;
+	} else if (reuse && c->stack_run == c->softirq_runs && c->stack_ctx == (__u64)ctx) {
+		stack_id = c->stack_id;
 	} else {
 		stack_id = bpf_get_stackid(ctx, &stacks, 0);
+		if (reuse && stack_id >= 0) {
+			c->stack_run = c->softirq_runs;
+			c->stack_ctx = (__u64)ctx;
+			c->stack_id = stack_id;
+		}
 	}
 	if (stack_id == -EEXIST) {
 		/* The stack's bucket holds another stack: send the frames themselves. */
@@ -951,7 +995,7 @@ static __always_inline int h_migrate(const bool btf, __u64 ts, __u64 *ctx)
 	e->src_cpu = src;
 	e->dst_cpu = dst;
 	e->stack_id = stack_id;
-	e->policy = RD(btf, p, policy);
+	e->policy = policy;
 	if (BPF_CORE_READ_BITFIELD_PROBED(p, in_execve))
 		flags |= LBS_MF_IN_EXECVE;
 	if ((BPF_CORE_READ(cur, flags) & PF_KTHREAD)) {
@@ -962,7 +1006,6 @@ static __always_inline int h_migrate(const bool btf, __u64 ts, __u64 *ctx)
 	}
 	if (BPF_CORE_READ(cur, pid) == 0)
 		flags |= LBS_MF_CURRENT_IDLE;
-	c = bpf_map_lookup_elem(&cpuctx, &zero);
 	if (c && c->in_sched_softirq)
 		flags |= LBS_MF_SCHED_SOFTIRQ;
 	e->flags = flags;
@@ -1209,6 +1252,7 @@ static __always_inline int h_softirq(const bool btf, __u64 ts, __u64 *ctx, bool 
 		return 0;
 	c->in_sched_softirq = entry;
 	if (entry) {
+		c->softirq_runs++;
 		__u32 pid = bpf_get_current_pid_tgid();
 
 		idle = pid == 0;

@@ -521,6 +521,12 @@ fn folding_streams_far_fewer_events() {
         "hackbench among the processes: {procs:?}"
     );
     assert_eq!(count_of(&folded, &["lost_events"]), 0);
+    // Folded mode loads no PELT program: its switches read each CPU's root sums instead.
+    let cpus = folded["cpus"].as_array().expect("cpus");
+    assert!(
+        !cpus.is_empty() && cpus.iter().all(|c| c["util_avg"].is_u64()),
+        "every CPU has a PELT sample in folded mode: {cpus:?}"
+    );
 }
 
 /// The intervals of a `report --json` output fully inside the workload: the first (attach,

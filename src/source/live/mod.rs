@@ -133,10 +133,15 @@ pub const RECORDING_ONLY: &[&str] = &["sched_waking"];
 
 /// What folded mode does without: the timer hook serves the streamed PELT sums only, and
 /// nr_running is read at the switches, wakeups and migrations the folded handlers already
-/// see, where the kernel's tasks carry `se.cfs_rq` (`rq_known`), the way to their run queue.
+/// see, and the root PELT sums at the switches, where the kernel's tasks carry `se.cfs_rq`
+/// (`rq_known`), the way to their run queue.
 fn folded_unneeded(rq_known: bool) -> &'static [&'static str] {
     if rq_known {
-        &["hrtimer_expire_exit", "sched_update_nr_running_tp"]
+        &[
+            "hrtimer_expire_exit",
+            "sched_update_nr_running_tp",
+            "pelt_cfs_tp",
+        ]
     } else {
         &["hrtimer_expire_exit"]
     }
