@@ -169,6 +169,14 @@ static __always_inline bool pelt_step(__u64 now, __u32 sent)
 	return d > 64 && d * 4 > hi;
 }
 
+/* Whether `st`'s CPU has root PELT sums to send at `now`: pelt_interval_ns passed since the
+ * last record that carried them, or one of them stepped. */
+static __always_inline bool pelt_due(struct rq_state *st, __u64 now, __u64 load, __u64 runnable)
+{
+	return now - st->last_pelt_ts >= pelt_interval_ns || pelt_step(load, st->pelt_load) ||
+	       pelt_step(runnable, st->pelt_runnable);
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, LBS_MAX_CPUS);
@@ -778,10 +786,8 @@ static __always_inline void fold_pelt(const bool btf, __u64 ts, struct rq *rq, _
 {
 	__u64 load = RD(btf, rq, cfs.avg.load_avg), runnable = RD(btf, rq, cfs.avg.runnable_avg);
 
-	if (ts - st->last_pelt_ts < pelt_interval_ns && !pelt_step(load, st->pelt_load) &&
-	    !pelt_step(runnable, st->pelt_runnable))
-		return;
-	send_pelt(btf, ts, ts, rq, cpu, st, load, runnable);
+	if (pelt_due(st, ts, load, runnable))
+		send_pelt(btf, ts, ts, rq, cpu, st, load, runnable);
 }
 
 /*
@@ -950,9 +956,6 @@ static __always_inline int h_migrate(const bool btf, __u64 ts, __u64 *ctx)
 		fold_nr(btf, ts, task_rq_of(btf, p));
 	/* A sleeping task's first sighting can be the move of its wakeup: name it first. */
 	note_task(btf, ts, p, false);
-	/* A task in TASK_WAKING is being placed by try_to_wake_up: the state alone says so
-	 * (the kernel's own test in migrate_task_rq_fair), and a wakeup's stack walk is most
-	 * of what migrations cost. Every other move is named by its stack. */
 	c = bpf_map_lookup_elem(&cpuctx, &zero);
 	policy = RD(btf, p, policy);
 	/* One balancer softirq run moves up to 32 tasks in one detach_tasks loop, each from the
@@ -961,6 +964,9 @@ static __always_inline int h_migrate(const bool btf, __u64 ts, __u64 *ctx)
 	 * does not nest; the interrupts that can land in one move RT tasks or wake (no walk). */
 	reuse = c && c->in_sched_softirq &&
 		(policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE);
+	/* A task in TASK_WAKING is being placed by try_to_wake_up: the state alone says so
+	 * (the kernel's own test in migrate_task_rq_fair), and a wakeup's stack walk is most
+	 * of what migrations cost. Every other move is named by its stack. */
 	if (waking) {
 		flags |= LBS_MF_WAKING | LBS_MF_NO_STACK;
 		stack_id = -1;
@@ -1217,8 +1223,7 @@ static __always_inline int h_pelt_cfs(const bool btf, __u64 ts, __u64 *ctx)
 	now = bpf_ktime_get_ns();
 	load = RD(btf, cfs, avg.load_avg);
 	runnable = RD(btf, cfs, avg.runnable_avg);
-	if (now - st->last_pelt_ts < pelt_interval_ns && !pelt_step(load, st->pelt_load) &&
-	    !pelt_step(runnable, st->pelt_runnable))
+	if (!pelt_due(st, now, load, runnable))
 		return 0;
 	st->rq = (__u64)rq;
 	return send_pelt(btf, ts, now, rq, cpu, st, load, runnable);
@@ -1252,9 +1257,9 @@ static __always_inline int h_softirq(const bool btf, __u64 ts, __u64 *ctx, bool 
 		return 0;
 	c->in_sched_softirq = entry;
 	if (entry) {
-		c->softirq_runs++;
 		__u32 pid = bpf_get_current_pid_tgid();
 
+		c->softirq_runs++;
 		idle = pid == 0;
 		/* In ksoftirqd the balancer's idle type follows the task ksoftirqd replaced. */
 		if (!idle) {
