@@ -229,6 +229,7 @@ def check_schedstat(a, out, snaps, counters, reclog=""):
             row["lb_imbalance"] = row.get("lb_imbalance", 0) + sum(
                 (nums[i] - start[key][1][idle][i]) % (1 << 32) for i in imb)
     ours = {(r["level"], r["idle"]): r["lbscope"] for r in counters[-1]["rows"] if r["lbscope"]}
+    by_kprobe = (a.balancer_attach or "fentry") == "kprobe"
     rows, ok = [], True
     for key in sorted(set(kernel) | set(ours)):
         k, o = kernel.get(key), ours.get(key)
@@ -241,7 +242,7 @@ def check_schedstat(a, out, snaps, counters, reclog=""):
             rows.append({"level": key[0], "idle": key[1], "counter": c, "lbscope": ov,
                          "kernel": kv, "in_flight": flight, "skipped_runs": skipped_total,
                          "equal": kv == ov})
-            if not within and (a.balancer_attach or "fentry") == "kprobe" and kv > ov:
+            if not within and by_kprobe and kv > ov:
                 # The kernel skips a kprobe program while another BPF program runs on that
                 # CPU (bpf_prog_active), and still counts the call: fewer calls recorded by
                 # kprobe is that, not a counting error. Printed, not failed.
@@ -268,12 +269,12 @@ def check_schedstat(a, out, snaps, counters, reclog=""):
             continue
         imbalance.append({"level": key[0], "idle": key[1], "lbscope": lo,
                           "lbscope_with_undetermined": hi, "kernel": kv})
-        # Calls the kernel counted and a skipped kprobe did not record (printed above as
-        # such): their imbalance is in the kernel's figure and in no record.
-        k_calls = (kernel.get(key) or {}).get("lb_count", 0)
-        o_calls = (o or {}).get("lb_count", 0)
-        skipped_calls = k_calls - o_calls
-        if kv > hi and (a.balancer_attach or "fentry") == "kprobe" and skipped_calls > 0:
+        # Calls the kernel counted beyond those recorded and those in flight during a read:
+        # by kprobe, calls whose program the kernel skipped (printed above as such); their
+        # imbalance is in the kernel's figure and in no record.
+        skipped_calls = ((kernel.get(key) or {}).get("lb_count", 0) - o.get("lb_count", 0)
+                         - (o.get("in_flight") or {}).get("lb_count", 0))
+        if kv > hi and by_kprobe and skipped_calls > 0:
             print(f"lab: {a.kernel} {a.topology} {a.scenario}: schedstat {key[0]} {key[1]} "
                   f"lb_imbalance: kernel {kv}, lbscope {lo} to {hi}, with {skipped_calls} "
                   "calls whose kprobe the kernel skipped (their imbalance is in no record)",
