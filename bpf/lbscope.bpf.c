@@ -855,16 +855,20 @@ static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 
 	/* runqlat's definition: prev stays queued iff its state is TASK_RUNNING now. */
 	state = task_state_of(btf, prev);
-	note_task(btf, ts, next, false);
-	if (state == 0)
-		note_task(btf, ts, prev, true);
 	prev_pid = RD(btf, prev, pid);
 	next_pid = RD(btf, next, pid);
 	c = bpf_map_lookup_elem(&cpuctx, &zero);
 	if (c)
 		c->last_prev_pid = prev_pid;
+	/* A folded switch that is not streamed names no task, so it announces none: each task's
+	 * first run on a CPU in a flush period is streamed, and announced here, before any later
+	 * streamed switch of that CPU names it. Allowed CPUs are checked at every wakeup, and at
+	 * a streamed switch for a preempted prev. */
 	if (fold && !fold_switch(btf, ts, prev, next, prev_pid, next_pid, state))
 		return 0;
+	note_task(btf, ts, next, false);
+	if (state == 0)
+		note_task(btf, ts, prev, true);
 	if (state != 0)
 		resync_cfs(btf, ts, prev);
 	e = out_begin(&o, sizeof(*e), LBS_SWITCH, ts);
@@ -906,17 +910,18 @@ static __always_inline int h_wakeup(const bool btf, __u64 ts, __u64 *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
 
-	note_task(btf, ts, p, true);
 	if (fold) {
 		fold_wait(btf, ts, p, RD(btf, p, pid));
 		/* The enqueue just done, under the same hold of the target's lock. */
 		if (fold_nr_at_events)
 			fold_nr(btf, ts, task_rq_of(btf, p));
 		/* Nothing to tell unless the task may wait beside an idle CPU (busy_wakeup): a
-		 * wakeup that moves it is a migration, streamed anyway. */
+		 * wakeup that moves it is a migration, streamed anyway. A wakeup not streamed
+		 * names no task, so its allowed CPUs wait for the next one streamed. */
 		if (!maybe_idle())
 			return 0;
 	}
+	note_task(btf, ts, p, true);
 	resync_cfs(btf, ts, p);
 	return emit_wake(btf, ts, p, LBS_WAKEUP, task_cpu_of(btf, p));
 }
