@@ -123,27 +123,30 @@ impl Merge {
         self.released_to = self.released_to.max(upto.min(u64::MAX - 1));
     }
 
-    /// Moves queue `i`'s first event, then the next ones stamped up to `limit`, to `out` (in
-    /// one copy); returns whether the queue still holds one stamped up to `upto`.
+    /// Moves queue `i`'s first event, then the next ones stamped up to `limit`, to `out`;
+    /// returns whether the queue still holds one stamped up to `upto`. Runs are short where
+    /// CPUs interleave (one or two events), so each event is popped on its own rather than
+    /// drained as a range.
     fn take_run(&mut self, i: usize, limit: u64, upto: u64, out: &mut Vec<Event>) -> bool {
         let q = &mut self.queues[i];
-        let (a, b) = q.as_slices();
-        let mut n = 0;
-        for e in a.iter().chain(b) {
-            if n > 0 && e.ts_ns > limit {
+        let mut first = true;
+        while let Some(ts) = q.front().map(|e| e.ts_ns) {
+            if !first && ts > limit {
                 break;
             }
-            n += 1;
-            if e.ts_ns < self.released_to {
-                let delay = self.released_to - e.ts_ns;
+            first = false;
+            if ts < self.released_to {
+                let delay = self.released_to - ts;
                 self.late += 1;
                 self.late_max_ns = self.late_max_ns.max(delay);
                 self.holdback_ns = self
                     .holdback_ns
                     .max(delay.saturating_mul(2).min(MAX_HOLDBACK_NS));
             }
+            if let Some(e) = q.pop_front() {
+                out.push(e);
+            }
         }
-        out.extend(q.drain(..n));
         q.front().is_some_and(|e| e.ts_ns <= upto)
     }
 
