@@ -862,14 +862,14 @@ static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 		c->last_prev_pid = prev_pid;
 	/* A folded switch that is not streamed names no task, so it announces none: each task's
 	 * first run on a CPU in a flush period is streamed, and announced here, before any later
-	 * streamed switch of that CPU names it. Allowed CPUs are checked at every wakeup, and at
-	 * a streamed switch for a preempted prev. */
+	 * streamed switch of that CPU names it. Folded, allowed CPUs are checked only where a
+	 * record names the task: a streamed wakeup, a streamed switch that preempts it. */
 	if (fold && !fold_switch(btf, ts, prev, next, prev_pid, next_pid, state))
 		return 0;
 	note_task(btf, ts, next, false);
 	if (state == 0)
 		note_task(btf, ts, prev, true);
-	if (state != 0)
+	else
 		resync_cfs(btf, ts, prev);
 	e = out_begin(&o, sizeof(*e), LBS_SWITCH, ts);
 	if (!e)

@@ -129,22 +129,18 @@ impl Merge {
     /// drained as a range.
     fn take_run(&mut self, i: usize, limit: u64, upto: u64, out: &mut Vec<Event>) -> bool {
         let q = &mut self.queues[i];
-        let mut first = true;
-        while let Some(ts) = q.front().map(|e| e.ts_ns) {
-            if !first && ts > limit {
-                break;
-            }
-            first = false;
-            if ts < self.released_to {
-                let delay = self.released_to - ts;
+        while let Some(e) = q.pop_front() {
+            if e.ts_ns < self.released_to {
+                let delay = self.released_to - e.ts_ns;
                 self.late += 1;
                 self.late_max_ns = self.late_max_ns.max(delay);
                 self.holdback_ns = self
                     .holdback_ns
                     .max(delay.saturating_mul(2).min(MAX_HOLDBACK_NS));
             }
-            if let Some(e) = q.pop_front() {
-                out.push(e);
+            out.push(e);
+            if q.front().is_none_or(|n| n.ts_ns > limit) {
+                break;
             }
         }
         q.front().is_some_and(|e| e.ts_ns <= upto)
