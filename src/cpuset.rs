@@ -11,6 +11,7 @@ const WORDS: usize = MAX_CPUS / 64;
 
 /// The entry of `cpu` in a per-CPU table grown on demand; `None` for CPU numbers past
 /// [`MAX_CPUS`] (a corrupt event must not make a table huge).
+#[inline]
 pub fn per_cpu_mut<T: Clone + Default>(v: &mut Vec<T>, cpu: u32) -> Option<&mut T> {
     let c = cpu as usize;
     if c >= MAX_CPUS {

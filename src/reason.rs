@@ -162,8 +162,9 @@ const NUMA_PENDING_NS: u64 = 1_000_000_000;
 pub struct Resolver {
     /// (pid, src, dst) -> time of the NUMA move or swap that announced it.
     pending_numa: IdMap<(Pid, u32, u32), u64>,
-    /// Per executing CPU: the pid of the last `sched_waking` it ran.
-    last_waking: IdMap<u32, Pid>,
+    /// Per executing CPU (indexed by CPU number, grown on demand): the pid of the last
+    /// `sched_waking` it ran. Written for a sixth of all records, so a plain table.
+    last_waking: Vec<Option<Pid>>,
 }
 
 impl Resolver {
@@ -190,7 +191,9 @@ impl Resolver {
 
     /// Notes a `sched_waking` of `pid` executed on `cpu`.
     pub fn note_waking(&mut self, cpu: u32, pid: Pid) {
-        self.last_waking.insert(cpu, pid);
+        if let Some(slot) = crate::cpuset::per_cpu_mut(&mut self.last_waking, cpu) {
+            *slot = Some(pid);
+        }
     }
 
     fn take_numa(&mut self, ts: u64, pid: Pid, src: u32, dst: u32) -> bool {
@@ -266,7 +269,7 @@ impl Resolver {
         }
         // The task's own state says so; recordings made before that flag have the waking
         // that the executing CPU ran last.
-        if ctx.waking || self.last_waking.get(&exec_cpu) == Some(&pid) {
+        if ctx.waking || self.last_waking.get(exec_cpu as usize) == Some(&Some(pid)) {
             return Reason::Wakeup;
         }
         if exec_cpu == dst {

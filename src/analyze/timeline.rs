@@ -10,9 +10,9 @@
 //! differs from its previous one), and a list of marks, both in time order. Memory is
 //! bounded by the window, not by the run: changes and marks older than `now - window` go,
 //! and each CPU keeps at most [`LANE_BUDGET`] / CPUs changes (at least [`MIN_LANE`]), the
-//! oldest going first, so a storm shortens what is kept instead of growing it; a queue at its
-//! bound reserves that bound, not the next power of two (the oldest goes before the newest
-//! comes, and the last growth stops at the bound). A replay
+//! oldest going first, so a storm shortens what is kept instead of growing it; a queue
+//! reserves its bound at its first change, not the next power of two (the oldest goes before
+//! the newest comes), and is never regrown. A replay
 //! restricts the timeline to a clip of the recording ([`Timeline::clip`]) and moves the
 //! clip when the screen leaves it.
 //!
@@ -172,11 +172,13 @@ struct Lane {
 }
 
 /// Before adding one item to `q`, which never holds more than `cap` (the caller drops the
-/// oldest first when it is full): where the queue's allocation would double past `cap`, it
-/// grows to exactly `cap`. A queue at its bound then reserves what it holds, not the next
-/// power of two.
+/// oldest first when it is full): a queue with no room left grows to exactly `cap` at once.
+/// The bound is reserved, not touched: pages are taken as changes fill them, so a short run
+/// costs what it holds, and a long one never copies its queue to grow it (doubling copied a
+/// queue of half a million changes and faulted in a new one, several times in a run's first
+/// minute). A queue at its bound reserves what it holds, not the next power of two.
 fn room_within<T>(q: &mut VecDeque<T>, cap: usize) {
-    if q.len() == q.capacity() && q.len() < cap && q.len().saturating_mul(2) > cap {
+    if q.len() == q.capacity() && q.len() < cap {
         q.reserve_exact(cap - q.len());
     }
 }
@@ -398,8 +400,13 @@ impl Timeline {
         if t < self.clip.0 || t >= self.clip.1 {
             return;
         }
-        // Marks keep the event's own time, so one delivered late lands in its place.
-        let mut at = self.marks.partition_point(|m| m.t_ns <= t);
+        // Marks keep the event's own time, so one delivered late lands in its place (nearly
+        // all come in order: they go at the end without a search).
+        let mut at = if self.marks.back().is_none_or(|m| m.t_ns <= t) {
+            self.marks.len()
+        } else {
+            self.marks.partition_point(|m| m.t_ns <= t)
+        };
         if self.marks.len() >= MARK_BUDGET {
             self.marks_capped = true;
             if at == 0 {
