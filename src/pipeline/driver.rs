@@ -191,13 +191,13 @@ impl Driver {
             }
             return Ok(());
         };
-        let per_event = sinks.iter().any(|s| s.per_event());
+        // Asked once a batch: a sink's answer holds for the batch, and asking each event
+        // cost a call per sink and event.
+        let per_event: Vec<usize> = (0..sinks.len()).filter(|&i| sinks[i].per_event()).collect();
         for ev in events {
             analyzer.push(ev, &mut self.snaps);
-            if per_event {
-                for s in sinks.iter_mut().filter(|s| s.per_event()) {
-                    s.applied(ev, analyzer)?;
-                }
+            for &i in &per_event {
+                sinks[i].applied(ev, analyzer)?;
             }
             if self.snaps.is_empty() {
                 continue;

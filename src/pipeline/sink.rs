@@ -16,8 +16,8 @@ pub trait Sink {
         Ok(())
     }
 
-    /// Whether [`Sink::applied`] must be called after each event (it costs a call per event
-    /// and per sink, so only sinks that draw per-event state ask for it).
+    /// Whether [`Sink::applied`] must be called after each event of the next batch (asked once
+    /// a batch; it costs a call per event, so only sinks that draw per-event state ask).
     fn per_event(&self) -> bool {
         false
     }
