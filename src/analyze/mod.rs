@@ -235,6 +235,22 @@ impl Analyzer {
         (idle, self.idle.waiting_on(cpu))
     }
 
+    /// Whether applying an event of this kind leaves what [`Analyzer::cpu_activity`] says of
+    /// every CPU as it was (the timeline then looks at none). Wakings (a sixth of all events)
+    /// and nr_running changes (a third) among them: a run queue's length feeds the waiting
+    /// count only in folded mode, where it stands for the tasks queued.
+    pub fn changes_no_cpu(&self, kind: &EventKind) -> bool {
+        match kind {
+            EventKind::Clock
+            | EventKind::Pelt { .. }
+            | EventKind::Capacity { .. }
+            | EventKind::Waking { .. }
+            | EventKind::BalanceSoftirq { .. } => true,
+            EventKind::NrRunning { .. } => !self.folded,
+            _ => false,
+        }
+    }
+
     /// Latest event time seen (ns).
     pub fn now_ns(&self) -> u64 {
         self.now

@@ -289,8 +289,10 @@ impl Timeline {
         let t = a.now_ns();
         self.now_ns = t;
         let ts = ev.ts_ns;
+        if a.changes_no_cpu(&ev.kind) {
+            return;
+        }
         match &ev.kind {
-            EventKind::Clock | EventKind::Pelt { .. } | EventKind::Capacity { .. } => return,
             EventKind::Switch { .. } => self.update(ev.cpu, t, a),
             EventKind::Wakeup { target_cpu, .. } | EventKind::WakeupNew { target_cpu, .. } => {
                 self.update(*target_cpu, t, a);
@@ -357,6 +359,18 @@ impl Timeline {
                     self.update(c, t, a);
                 }
             }
+        }
+        self.expire(t);
+    }
+
+    /// [`Timeline::observe`] looking at every CPU after every event: what the per-kind
+    /// choice of CPUs must equal.
+    #[cfg(test)]
+    fn observe_every_cpu(&mut self, a: &Analyzer) {
+        let t = a.now_ns();
+        self.now_ns = t;
+        for c in 0..self.lanes.len() as u32 {
+            self.update(c, t, a);
         }
         self.expire(t);
     }

@@ -197,3 +197,48 @@ fn a_late_event_s_mark_keeps_its_own_time_and_its_state_the_analyzer_s() {
     assert_eq!(kind(&tl, 1, 5_000, 9_000), CellKind::Idle);
     assert_eq!(kind(&tl, 1, 9_000, 20_000), CellKind::Busy);
 }
+
+/// The kinds the timeline skips change no CPU's state as the analyzer reports it: over a
+/// synthetic stream (thousands of wakings, nr_running changes, PELT samples and clocks among
+/// switches and wakeups), every CPU's activity is the same just before and just after each of
+/// them; and a timeline that looks at every CPU after every event keeps the same changes.
+#[test]
+fn the_kinds_skipped_change_no_cpu_and_the_rest_update_what_changes() {
+    use crate::source::synthetic::{topology, Generator, SyntheticConfig};
+    let cfg = SyntheticConfig {
+        cpus: 8,
+        tasks: 40,
+        rate: 2_000_000,
+        events: Some(60_000),
+        seed: 7,
+        ..SyntheticConfig::default()
+    };
+    let evs = Generator::new(&cfg).batch(60_000);
+    let mut a = analyzer(topology(cfg.cpus), LONG);
+    let mut named = Timeline::new(cfg.cpus, u64::MAX);
+    let mut every = Timeline::new(cfg.cpus, u64::MAX);
+    let activity = |a: &Analyzer| -> Vec<(Option<bool>, u32)> {
+        (0..cfg.cpus as u32).map(|c| a.cpu_activity(c)).collect()
+    };
+    let mut out = Vec::new();
+    let mut skipped = 0;
+    for e in &evs {
+        let skip = a.changes_no_cpu(&e.kind);
+        let before = skip.then(|| activity(&a));
+        a.push(e, &mut out);
+        if let Some(before) = before {
+            assert_eq!(before, activity(&a), "{e:?} changed a CPU's state");
+            skipped += 1;
+        }
+        named.observe(e, &a);
+        every.observe_every_cpu(&a);
+    }
+    assert!(skipped > 5_000, "{skipped} events of the kinds skipped");
+    assert!(named.len() > 10_000, "{} changes", named.len());
+    for c in 0..cfg.cpus {
+        assert_eq!(
+            named.lanes[c].changes, every.lanes[c].changes,
+            "CPU {c}: the same changes"
+        );
+    }
+}
