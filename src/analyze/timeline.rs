@@ -354,11 +354,7 @@ impl Timeline {
             }
             // Exits, affinity changes and the rest can end a wait anywhere: rare enough to
             // look at every CPU.
-            _ => {
-                for c in 0..self.lanes.len() as u32 {
-                    self.update(c, t, a);
-                }
-            }
+            _ => self.update_every_cpu(t, a),
         }
         self.expire(t);
     }
@@ -369,10 +365,14 @@ impl Timeline {
     fn observe_every_cpu(&mut self, a: &Analyzer) {
         let t = a.now_ns();
         self.now_ns = t;
+        self.update_every_cpu(t, a);
+        self.expire(t);
+    }
+
+    fn update_every_cpu(&mut self, t: u64, a: &Analyzer) {
         for c in 0..self.lanes.len() as u32 {
             self.update(c, t, a);
         }
-        self.expire(t);
     }
 
     fn update(&mut self, cpu: u32, t: u64, a: &Analyzer) {

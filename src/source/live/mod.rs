@@ -114,8 +114,8 @@ impl Default for LiveConfig {
             attach: AttachMode::Auto,
             balancer_attach: crate::source::attach::BalancerAttach::Auto,
             // Each drain costs the consumer a wakeup and, in its analyzer, caches gone cold
-            // since the last one: at 85 thousand events a second, `top` took 1.17-1.27% of a
-            // core draining every 100 ms and 1.00-1.13% every 250 ms (README, TUI cost).
+            // since the last one: at 85 thousand events a second, `top` took 1.14-1.27% of a
+            // core draining every 100 ms and 1.00-1.17% every 250 ms (README, TUI cost).
             poll_interval: Duration::from_millis(250),
             pretend_missing: std::env::var("LBSCOPE_PRETEND_MISSING")
                 .map(|s| s.split(',').map(str::to_string).collect())
