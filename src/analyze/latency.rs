@@ -15,7 +15,9 @@
 //! count, so the order in which samples are added does not show.
 //!
 //! Memory: per-CPU histograms are bounded by the CPUs; per-process and per-cgroup ones live
-//! for one interval and are bounded by the processes (cgroups) that ran in it; at most [`PENDING`] samples wait.
+//! for one interval and are bounded by the processes (cgroups) that ran in it (the room of
+//! the per-process ones is kept for the next interval, up to four times what it used); at
+//! most [`PENDING`] samples wait.
 
 use super::filter::Filter;
 use super::hist::LatHist;
@@ -290,7 +292,7 @@ impl LatencyCollector {
                 }
             }
         }
-        let hists = std::mem::take(&mut self.proc_hists);
+        let mut hists = std::mem::take(&mut self.proc_hists);
         let mut names = std::mem::take(&mut self.proc_names);
         // A histogram counts its samples by summing its slots: once each.
         let mut procs: Vec<(u64, Option<u32>, usize)> = self
@@ -326,6 +328,18 @@ impl LatencyCollector {
                 latency: hists[i].summary(),
             })
             .collect();
+        // The next interval's histograms go where these were, without regrowing (and copying)
+        // the vectors one process at a time; room far beyond this interval's need (a burst
+        // of processes before) is given back.
+        let used = hists.len();
+        hists.clear();
+        names.clear();
+        if hists.capacity() > 4 * used.max(64) {
+            hists.shrink_to(used);
+            names.shrink_to(used);
+        }
+        self.proc_hists = hists;
+        self.proc_names = names;
         LatencyFigures {
             global,
             by_cpu,

@@ -14,7 +14,7 @@ pub fn run(args: &crate::cli::RecordArgs) -> Result<(), CmdError> {
     settings::record_cgroup(args.cgroup.as_deref())?;
     let duration = settings::duration(args.duration)?;
     let ring = settings::flight(&args.flight)?;
-    let mut cfg = settings::live_config(&args.collect, true, None)?;
+    let mut cfg = settings::live_config(&args.collect, true, None, None)?;
     cfg.schedstat = true;
     // A bad output path fails before anything is traced.
     settings::check_output(&args.output)?;

@@ -221,6 +221,7 @@ fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
         &args.collect,
         args.output.is_some(),
         Some((args.fold.when, &args.filter)),
+        Some(interval_ns),
     )?;
     cfg.schedstat = true;
     let topo = crate::topology::Topology::detect()?;

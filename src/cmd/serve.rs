@@ -22,6 +22,7 @@ pub fn run(args: &crate::cli::ServeArgs) -> Result<(), CmdError> {
         &args.collect,
         ring.is_some(),
         Some((args.fold.when, &args.filter)),
+        Some(interval_ns),
     )?;
     let topo = crate::topology::Topology::detect()?;
     let filter = settings::filter(&args.filter, &topo, true)?;

@@ -175,13 +175,16 @@ pub fn synthetic_cpus(cpus: usize) -> Result<usize, CmdError> {
 }
 
 /// The live source's settings from the collection flags, checked (one place for `report`,
-/// `record` and `top`); `recording` when the run writes a recording, which keeps every
-/// record (otherwise what only a recording reads is not traced at all).
+/// `record`, `serve` and `top`); `recording` when the run writes a recording, which keeps
+/// every record (otherwise what only a recording reads is not traced at all); `interval_ns`
+/// when the run closes intervals, which sets how often it drains
+/// ([`crate::source::live::drain_period`]).
 #[cfg(feature = "bpf")]
 pub fn live_config(
     c: &crate::cli::CollectArgs,
     recording: bool,
     fold: Option<(crate::cli::FoldMode, &crate::cli::FilterArgs)>,
+    interval_ns: Option<u64>,
 ) -> Result<crate::source::live::LiveConfig, CmdError> {
     let unneeded = if recording {
         Vec::new()
@@ -200,6 +203,10 @@ pub fn live_config(
         unneeded,
         fold,
         fold_tgid,
+        poll_interval: interval_ns.map_or(
+            crate::source::live::LiveConfig::default().poll_interval,
+            crate::source::live::drain_period,
+        ),
         ..Default::default()
     })
 }

@@ -37,7 +37,12 @@ fn run_live(args: &TopArgs, interval_ns: u64) -> Result<(), CmdError> {
     use crate::analyze::{Analyzer, AnalyzerConfig};
     use crate::tui::app::{App, SourceInfo};
     use crate::tui::run::{self, LiveFeed};
-    let cfg = settings::live_config(&args.collect, false, Some((args.fold.when, &args.filter)))?;
+    let cfg = settings::live_config(
+        &args.collect,
+        false,
+        Some((args.fold.when, &args.filter)),
+        Some(interval_ns),
+    )?;
     let topo = crate::topology::Topology::detect()?;
     let filter = settings::filter(&args.filter, &topo, true)?;
     let stop = stop_on_signals()?;

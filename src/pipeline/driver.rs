@@ -8,8 +8,7 @@
 
 use super::{Sink, Source};
 use crate::analyze::{Analyzer, Snapshot};
-use crate::event::Event;
-use crate::source::SourceMsg;
+use crate::source::{Batch, SourceMsg};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
@@ -126,7 +125,7 @@ impl Driver {
                 Err(RecvTimeoutError::Disconnected) => SourceMsg::End,
             };
             match msg {
-                SourceMsg::Batch(events) => self.batch(src, &events, sinks)?,
+                SourceMsg::Batch(mut events) => self.batch(src, &mut events, sinks)?,
                 SourceMsg::Warning(w) => sinks.iter_mut().for_each(|s| s.warning(&w)),
                 SourceMsg::End => {
                     let ended = self.stopping.unwrap_or(Ended::SourceEnded);
@@ -154,7 +153,7 @@ impl Driver {
         let before = self.emitted;
         for _ in 0..max_batches {
             match src.rx.try_recv() {
-                Ok(SourceMsg::Batch(events)) => self.batch(src, &events, sinks)?,
+                Ok(SourceMsg::Batch(mut events)) => self.batch(src, &mut events, sinks)?,
                 Ok(SourceMsg::Warning(w)) => {
                     sinks.iter_mut().for_each(|s| s.warning(&w));
                     p.changed = true;
@@ -170,11 +169,12 @@ impl Driver {
         Ok(p)
     }
 
-    /// One batch: to the sinks that read events, then through the analyzer.
+    /// One batch: to the sinks that read events, then through the analyzer, each event taken
+    /// out of the batch and dropped once analyzed (while in cache).
     fn batch(
         &mut self,
         src: &Source,
-        events: &[Event],
+        events: &mut Batch,
         sinks: &mut [&mut dyn Sink],
     ) -> io::Result<()> {
         for s in sinks.iter_mut() {
@@ -184,7 +184,7 @@ impl Driver {
             return Ok(());
         }
         let Some(analyzer) = self.analyzer.as_mut() else {
-            for ev in events {
+            for ev in events.iter() {
                 if let crate::event::EventKind::Lost { count } = ev.kind {
                     self.lost += count;
                 }
@@ -194,10 +194,10 @@ impl Driver {
         // Asked once a batch: a sink's answer holds for the batch, and asking each event
         // cost a call per sink and event.
         let per_event: Vec<usize> = (0..sinks.len()).filter(|&i| sinks[i].per_event()).collect();
-        for ev in events {
-            analyzer.push(ev, &mut self.snaps);
+        for ev in events.drain() {
+            analyzer.push(&ev, &mut self.snaps);
             for &i in &per_event {
-                sinks[i].applied(ev, analyzer)?;
+                sinks[i].applied(&ev, analyzer)?;
             }
             if self.snaps.is_empty() {
                 continue;

@@ -55,13 +55,14 @@ fn read<T: Copy>(data: &[u8]) -> Option<T> {
     Some(unsafe { std::ptr::read_unaligned(data.as_ptr().cast::<T>()) })
 }
 
+/// A task name up to its NUL; invalid UTF-8 replaced (one allocation when it is valid).
 fn comm_str(c: &[std::ffi::c_char]) -> String {
     let bytes: Vec<u8> = c
         .iter()
         .take_while(|b| **b != 0)
         .map(|b| *b as u8)
         .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Turns records into events, classifying each distinct migration stack once.
@@ -417,6 +418,16 @@ mod tests {
             flags: 0,
             cpu,
         }
+    }
+
+    /// A name ends at its NUL (or fills the field); invalid UTF-8 is replaced, not dropped.
+    #[test]
+    fn task_names_end_at_nul_and_keep_invalid_bytes_visible() {
+        let c = |b: &[u8]| b.iter().map(|x| *x as std::ffi::c_char).collect::<Vec<_>>();
+        assert_eq!(comm_str(&c(b"kworker/0:1\0junk")), "kworker/0:1");
+        assert_eq!(comm_str(&c(b"sixteen-bytes-xx")), "sixteen-bytes-xx");
+        assert_eq!(comm_str(&c(b"ab\xffcd\0")), "ab\u{fffd}cd");
+        assert_eq!(comm_str(&c(b"\0")), "");
     }
 
     #[test]
