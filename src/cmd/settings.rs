@@ -196,19 +196,19 @@ pub fn live_config(
         Some((mode, f)) => (folds(mode, recording, f, cpus)?, f.pid),
         None => (false, None),
     };
-    Ok(crate::source::live::LiveConfig {
+    let mut cfg = crate::source::live::LiveConfig {
         ringbuf_bytes: ringbuf_bytes(c)?,
         attach: c.attach,
         balancer_attach: c.balancer_attach,
         unneeded,
         fold,
         fold_tgid,
-        poll_interval: interval_ns.map_or(
-            crate::source::live::LiveConfig::default().poll_interval,
-            crate::source::live::drain_period,
-        ),
         ..Default::default()
-    })
+    };
+    if let Some(i) = interval_ns {
+        cfg.poll_interval = crate::source::live::drain_period(i);
+    }
+    Ok(cfg)
 }
 
 /// Whether a live run folds latency in the kernel (`--fold`), on a machine of `cpus` CPUs.

@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// one it was on and the one the source was filling, before the source takes any.
 const SPARE: usize = super::QUEUE_BATCHES + 2;
 
-/// The room a pool keeps in all, in events (8 MiB): a steady load's batches (a quarter of a
-/// second of events at a time, about 1.4 MiB at 85 thousand events a second) are all reused,
+/// The room a pool keeps in all, in events (8 MiB): a steady load's batches (up to half a
+/// second of events at a time, about 2.8 MiB at 85 thousand events a second) are all reused,
 /// while a burst's larger ones are freed as they are consumed, as without a pool.
 const POOLED: usize = 128 * 1024;
 
@@ -46,9 +46,7 @@ impl Batch {
             pool: Some(Arc::clone(pool)),
         }
     }
-}
 
-impl Batch {
     /// Takes the events out in order, leaving the batch empty (its vector still goes back to
     /// its pool when it is dropped). Events not taken are dropped with the iterator.
     pub fn drain(&mut self) -> std::vec::Drain<'_, Event> {
