@@ -10,9 +10,12 @@
 //! differs from its previous one), and a list of marks, both in time order. Memory is
 //! bounded by the window, not by the run: changes and marks older than `now - window` go,
 //! and each CPU keeps at most [`LANE_BUDGET`] / CPUs changes (at least [`MIN_LANE`]), the
-//! oldest going first, so a storm shortens what is kept instead of growing it; a queue
-//! reserves its bound at its first change, not the next power of two (the oldest goes before
-//! the newest comes), and is never regrown. A replay
+//! oldest going first, so a storm shortens what is kept instead of growing it. A queue grows
+//! by doubling as what the window holds grows, up to its bound and no further (not the next
+//! power of two past it: the oldest goes before the newest comes). It is not reserved whole at
+//! once: a ring buffer's head cycles through all the room it has, touching every page of it in
+//! turn, so a reserve larger than the window's content would make a long run's memory creep up
+//! for as long as the head takes to go round. A replay
 //! restricts the timeline to a clip of the recording ([`Timeline::clip`]) and moves the
 //! clip when the screen leaves it.
 //!
@@ -171,15 +174,17 @@ struct Lane {
     now: CpuState,
 }
 
+/// The room a queue starts with at its first item.
+const FIRST_ROOM: usize = 1024;
+
 /// Before adding one item to `q`, which never holds more than `cap` (the caller drops the
-/// oldest first when it is full): a queue with no room left grows to exactly `cap` at once.
-/// The bound is reserved, not touched: pages are taken as changes fill them, so a short run
-/// costs what it holds, and a long one never copies its queue to grow it (doubling copied a
-/// queue of half a million changes and faulted in a new one, several times in a run's first
-/// minute). A queue at its bound reserves what it holds, not the next power of two.
+/// oldest first when it is full): a queue with no room left doubles (from [`FIRST_ROOM`]),
+/// up to exactly `cap`. Its room is then at most twice the most it held, so memory follows
+/// what the window holds, not the bound; doubling copies each item about once in all.
 fn room_within<T>(q: &mut VecDeque<T>, cap: usize) {
     if q.len() == q.capacity() && q.len() < cap {
-        q.reserve_exact(cap - q.len());
+        let want = (q.len() * 2).max(FIRST_ROOM).min(cap);
+        q.reserve_exact(want - q.len());
     }
 }
 

@@ -121,6 +121,15 @@ fn the_window_bounds_memory_not_the_run() {
     assert_eq!(sizes[9], sizes[1], "{sizes:?}");
     let from = tl.kept_from().unwrap();
     assert!(tl.now_ns() - from <= 1_001_000, "{from}");
+    // Room too follows what the window holds (at most twice it), not the budget: a ring
+    // buffer's head goes round all its room, so room unused would still be touched in time.
+    let room = 2 * 2 * 1_002usize.max(FIRST_ROOM) * std::mem::size_of::<Change>();
+    assert!(
+        tl.reserved_bytes() <= room,
+        "{} bytes reserved for {} changes",
+        tl.reserved_bytes(),
+        tl.len()
+    );
 }
 
 #[test]
@@ -241,4 +250,33 @@ fn the_kinds_skipped_change_no_cpu_and_the_rest_update_what_changes() {
             "CPU {c}: the same changes"
         );
     }
+}
+
+#[test]
+fn marks_take_room_for_what_the_window_holds_not_the_budget() {
+    // A migration back and forth every 10 us for 1 s, a 10 ms window: about 1000 marks held.
+    let mut a = analyzer(Topology::synthetic_flat(2), LONG);
+    let mut tl = Timeline::new(2, 10_000_000);
+    let mut evs = vec![switch(1, 0, 0, 0, 10), switch(1, 1, 0, 0, 20)];
+    for i in 0..100_000u64 {
+        let (src, dst) = if i % 2 == 0 { (0, 1) } else { (1, 0) };
+        evs.push(migrate(
+            100 + i * 10_000,
+            30,
+            src,
+            dst,
+            Reason::PeriodicBalance,
+        ));
+    }
+    follow(&mut tl, &mut a, &evs);
+    let marks = tl.marks(0, u64::MAX).count();
+    assert!((990..=1_010).contains(&marks), "{marks} marks held");
+    assert!(!tl.marks_capped());
+    let most = 2 * 2048 * std::mem::size_of::<Change>() + 2048 * std::mem::size_of::<Mark>();
+    assert!(
+        tl.reserved_bytes() <= most,
+        "{} bytes reserved, {} at most expected",
+        tl.reserved_bytes(),
+        most
+    );
 }
