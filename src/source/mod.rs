@@ -9,7 +9,7 @@ pub mod file;
 pub mod live;
 pub mod synthetic;
 
-pub use batch::{Batch, BatchPool};
+pub use batch::{Batch, BatchPool, CHUNK};
 
 /// Batches a source may have queued before it waits for the consumer. The channel is bounded
 /// so that a consumer starved of CPU makes the kernel's ring buffer fill (and the losses

@@ -72,8 +72,10 @@ impl Merge {
         self.queues[last].extend(events.drain(..));
     }
 
-    /// Moves every queued event stamped at or before `upto` to `out`, in time order.
-    pub fn release(&mut self, upto: u64, out: &mut Vec<Event>) {
+    /// Moves queued events stamped at or before `upto` to `out`, in time order, until `out`
+    /// holds `room` events; returns whether every such event left (else the next call with
+    /// the same `upto` goes on where this one stopped, in the same order).
+    pub fn release(&mut self, upto: u64, out: &mut Vec<Event>, room: usize) -> bool {
         let mut active = std::mem::take(&mut self.active);
         active.clear();
         active.extend(
@@ -85,7 +87,7 @@ impl Merge {
         );
         if active.len() <= SCAN_MAX {
             // Few queues (a small machine): the earliest front by a scan.
-            while !active.is_empty() {
+            while !active.is_empty() && out.len() < room {
                 let (mut best, mut limit) = (0, upto);
                 let mut best_ts = u64::MAX;
                 for (k, &i) in active.iter().enumerate() {
@@ -97,7 +99,7 @@ impl Merge {
                         limit = limit.min(t);
                     }
                 }
-                if !self.take_run(active[best], limit, upto, out) {
+                if !self.take_run(active[best], limit, upto, out, room) {
                     // In index order still: ties go to the lower queue.
                     active.remove(best);
                 }
@@ -108,26 +110,43 @@ impl Merge {
                 let t = self.queues[i].front().map_or(u64::MAX, |e| e.ts_ns);
                 self.heap.push(Reverse((t, i)));
             }
-            while let Some(Reverse((_, i))) = self.heap.pop() {
+            while out.len() < room {
+                let Some(Reverse((_, i))) = self.heap.pop() else {
+                    break;
+                };
                 let limit = self
                     .heap
                     .peek()
                     .map_or(upto, |Reverse((t, _))| (*t).min(upto));
-                if self.take_run(i, limit, upto, out) {
+                if self.take_run(i, limit, upto, out, room) {
                     let t = self.queues[i].front().map_or(u64::MAX, |e| e.ts_ns);
                     self.heap.push(Reverse((t, i)));
                 }
             }
         }
+        let done = !self
+            .queues
+            .iter()
+            .any(|q| q.front().is_some_and(|e| e.ts_ns <= upto));
         self.active = active;
-        self.released_to = self.released_to.max(upto.min(u64::MAX - 1));
+        if done {
+            self.released_to = self.released_to.max(upto.min(u64::MAX - 1));
+        }
+        done
     }
 
-    /// Moves queue `i`'s first event, then the next ones stamped up to `limit`, to `out`;
-    /// returns whether the queue still holds one stamped up to `upto`. Runs are short where
-    /// CPUs interleave (one or two events), so each event is popped on its own rather than
-    /// drained as a range.
-    fn take_run(&mut self, i: usize, limit: u64, upto: u64, out: &mut Vec<Event>) -> bool {
+    /// Moves queue `i`'s first event, then the next ones stamped up to `limit`, to `out`,
+    /// while it holds fewer than `room`; returns whether the queue still holds one stamped up
+    /// to `upto`. Runs are short where CPUs interleave (one or two events), so each event is
+    /// popped on its own rather than drained as a range.
+    fn take_run(
+        &mut self,
+        i: usize,
+        limit: u64,
+        upto: u64,
+        out: &mut Vec<Event>,
+        room: usize,
+    ) -> bool {
         let q = &mut self.queues[i];
         while let Some(e) = q.pop_front() {
             if e.ts_ns < self.released_to {
@@ -139,7 +158,7 @@ impl Merge {
                     .max(delay.saturating_mul(2).min(MAX_HOLDBACK_NS));
             }
             out.push(e);
-            if q.front().is_none_or(|n| n.ts_ns > limit) {
+            if out.len() >= room || q.front().is_none_or(|n| n.ts_ns > limit) {
                 break;
             }
         }
@@ -186,7 +205,7 @@ mod tests {
         push(&mut m, 1, vec![ev(35, 1)]);
         m.push_own(&mut vec![ev(45, 0)]);
         let mut out = Vec::new();
-        m.release(50, &mut out);
+        assert!(m.release(50, &mut out, usize::MAX));
         assert_eq!(
             times(&out),
             [
@@ -202,7 +221,7 @@ mod tests {
         assert_eq!(m.held(), 2);
         push(&mut m, 1, vec![ev(48, 0)]);
         out.clear();
-        m.release(u64::MAX, &mut out);
+        m.release(u64::MAX, &mut out, usize::MAX);
         assert_eq!(times(&out), [(48, 0), (60, 1), (70, 0)]);
         assert_eq!(m.late, 1, "48 came after 50 was released");
         assert_eq!(m.late_max_ns, 2);
@@ -221,7 +240,7 @@ mod tests {
         push(&mut m, 0, vec![ev(5, 1), ev(5, 7), ev(6, 1)]);
         push(&mut m, 0, vec![ev(5, 0)]);
         let mut out = Vec::new();
-        m.release(10, &mut out);
+        m.release(10, &mut out, usize::MAX);
         assert_eq!(times(&out), [(5, 0), (5, 1), (5, 7), (6, 1)]);
         assert_eq!(m.late, 0);
     }
@@ -252,7 +271,7 @@ mod tests {
             }
             let upto = all.iter().map(|a| a.0).max().unwrap() / 2;
             let mut out = Vec::new();
-            m.release(upto, &mut out);
+            m.release(upto, &mut out, usize::MAX);
             let mut want: Vec<_> = all.iter().copied().filter(|a| a.0 <= upto).collect();
             want.sort();
             let mut got = times(&out);
@@ -266,9 +285,46 @@ mod tests {
                 "{cpus} CPUs: every event up to the watermark, once"
             );
             out.clear();
-            m.release(u64::MAX, &mut out);
+            m.release(u64::MAX, &mut out, usize::MAX);
             assert_eq!(out.len() + want.len(), all.len());
             assert_eq!(m.late, 0);
+        }
+    }
+
+    /// Released a few at a time, events leave in the order one release gives them, and the
+    /// watermark counts as released only once all of it left (few queues and many alike).
+    #[test]
+    fn a_release_in_parts_gives_the_order_of_one() {
+        for cpus in [2usize, 24] {
+            let fill = |m: &mut Merge| {
+                for cpu in 0..cpus as u64 {
+                    let evs = (0..50).map(|i| ev(i * 7 + cpu * 3, cpu as u32)).collect();
+                    push(m, 0, evs);
+                }
+                m.push_own(&mut vec![ev(100, 0), ev(200, 0)]);
+            };
+            let (mut whole, mut parts) = (Merge::new(1, cpus), Merge::new(1, cpus));
+            fill(&mut whole);
+            fill(&mut parts);
+            let mut one = Vec::new();
+            assert!(whole.release(300, &mut one, usize::MAX));
+            let mut got = Vec::new();
+            let mut calls = 0;
+            loop {
+                let mut out = Vec::new();
+                let done = parts.release(300, &mut out, 16);
+                calls += 1;
+                assert!(out.len() <= 16, "{cpus} CPUs: {} in one part", out.len());
+                got.extend(out);
+                if done {
+                    break;
+                }
+                assert_eq!(parts.released_to, 0, "not released until all of it left");
+            }
+            assert_eq!(times(&got), times(&one), "{cpus} CPUs");
+            assert!(calls > one.len() / 16, "{cpus} CPUs: {calls} parts");
+            assert_eq!(parts.released_to, 300);
+            assert_eq!(parts.held(), whole.held());
         }
     }
 
@@ -277,14 +333,14 @@ mod tests {
     fn a_late_event_widens_the_holdback() {
         let mut m = Merge::new(1, 2);
         let mut out = Vec::new();
-        m.release(100_000_000, &mut out);
+        m.release(100_000_000, &mut out, usize::MAX);
         push(&mut m, 0, vec![ev(40_000_000, 1)]);
-        m.release(200_000_000, &mut out);
+        m.release(200_000_000, &mut out, usize::MAX);
         assert_eq!((m.late, m.late_max_ns), (1, 60_000_000));
         assert_eq!(m.holdback_ns, 120_000_000);
-        m.release(20_000_000_000, &mut out);
+        m.release(20_000_000_000, &mut out, usize::MAX);
         push(&mut m, 0, vec![ev(1, 0)]);
-        m.release(20_000_000_000, &mut out);
+        m.release(20_000_000_000, &mut out, usize::MAX);
         assert_eq!(m.holdback_ns, MAX_HOLDBACK_NS);
         assert_eq!(out.len(), 2);
     }

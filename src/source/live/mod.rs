@@ -15,7 +15,7 @@ mod skel;
 
 use crate::event::{Event, EventKind};
 use crate::source::attach::{self, HookKind};
-use crate::source::{Batch, BatchPool, SourceError, SourceMsg};
+use crate::source::{Batch, BatchPool, SourceError, SourceMsg, CHUNK};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
 use serde::{Deserialize, Serialize};
@@ -597,7 +597,6 @@ fn drain(
         first.extend(schedstat::read(false));
         s
     });
-    let mut cap = 1024;
     loop {
         let stopping = stop.load(Ordering::SeqCst) != RUNNING;
         if stopping {
@@ -647,22 +646,26 @@ fn drain(
             cpu: 0,
             kind: EventKind::Clock,
         });
-        // The next batch starts with room for as many events as this one had, so a steady
-        // load does not regrow it record by record.
-        let mut out = pool.take(cap);
+        // Batches of at most CHUNK events, each in a vector of that room (see `CHUNK`).
+        let mut m = merge.borrow_mut();
+        m.push_own(&mut own);
+        let upto = if stopping {
+            u64::MAX
+        } else {
+            before.saturating_sub(m.holdback_ns)
+        };
+        let mut out = pool.take(CHUNK);
         out.append(&mut first);
-        {
-            let mut m = merge.borrow_mut();
-            m.push_own(&mut own);
-            let upto = if stopping {
-                u64::MAX
-            } else {
-                before.saturating_sub(m.holdback_ns)
-            };
-            m.release(upto, &mut out);
+        let mut sent = true;
+        while !m.release(upto, &mut out, CHUNK) {
+            let full = std::mem::replace(&mut out, pool.take(CHUNK));
+            sent = send(tx, SourceMsg::Batch(Batch::pooled(full, &pool)), stop);
+            if !sent {
+                break;
+            }
         }
-        cap = out.len().max(1024);
-        if !send(tx, SourceMsg::Batch(Batch::pooled(out, &pool)), stop) || stopping {
+        drop(m);
+        if !sent || !send(tx, SourceMsg::Batch(Batch::pooled(out, &pool)), stop) || stopping {
             break;
         }
     }
