@@ -33,16 +33,60 @@ pub struct History {
     first_seq: u64,
     newest: Option<Snapshot>,
     open: Option<(u64, Snapshot)>,
+    packer: Packer,
 }
 
-/// A snapshot as JSON compressed by zstd; empty if it could not be written (never expected:
-/// the JSON lines of `report --json` are the same text).
-fn pack(s: &Snapshot) -> Box<[u8]> {
-    serde_json::to_vec(s)
-        .ok()
-        .and_then(|json| zstd::bulk::compress(&json, LEVEL).ok())
-        .unwrap_or_default()
-        .into_boxed_slice()
+/// What packing reuses from one interval to the next: the JSON text, the compressed bytes and
+/// zstd's context. Made afresh at every interval, these tens to hundreds of KiB were freed
+/// under the packed snapshot just allocated, which then pinned the hole: the main heap grew by
+/// a few KiB an interval for as long as the screen ran. Now the only allocation an interval
+/// keeps is its packed snapshot, of exactly its length.
+#[derive(Default)]
+struct Packer {
+    json: Vec<u8>,
+    out: Vec<u8>,
+    zstd: Option<zstd::bulk::Compressor<'static>>,
+}
+
+impl Clone for Packer {
+    /// A copy packs with buffers of its own.
+    fn clone(&self) -> Packer {
+        Packer::default()
+    }
+}
+
+impl std::fmt::Debug for Packer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Packer")
+            .field("json", &self.json.capacity())
+            .field("out", &self.out.capacity())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Packer {
+    /// A snapshot as JSON compressed by zstd; empty if it could not be written (never
+    /// expected: the JSON lines of `report --json` are the same text).
+    fn pack(&mut self, s: &Snapshot) -> Box<[u8]> {
+        self.json.clear();
+        if serde_json::to_writer(&mut self.json, s).is_err() {
+            return Box::default();
+        }
+        let zstd = match &mut self.zstd {
+            Some(z) => z,
+            None => match zstd::bulk::Compressor::new(LEVEL) {
+                Ok(z) => self.zstd.insert(z),
+                Err(_) => return Box::default(),
+            },
+        };
+        self.out.clear();
+        self.out
+            .reserve(zstd::zstd_safe::compress_bound(self.json.len()));
+        match zstd.compress_to_buffer(&self.json, &mut self.out) {
+            Ok(n) => Box::from(&self.out[..n]),
+            Err(_) => Box::default(),
+        }
+    }
 }
 
 fn unpack(bytes: &[u8]) -> Option<Snapshot> {
@@ -102,7 +146,8 @@ impl History {
     /// Adds the newest interval.
     pub fn push(&mut self, s: Snapshot) {
         self.figures.push_back(chart_figures(&s));
-        self.packed.push_back(pack(&s));
+        let packed = self.packer.pack(&s);
+        self.packed.push_back(packed);
         self.newest = Some(s);
     }
 
@@ -179,6 +224,12 @@ impl History {
     /// Snapshots held whole (at most two: the newest and the one opened).
     pub fn held_whole(&self) -> usize {
         usize::from(self.newest.is_some()) + usize::from(self.open.is_some())
+    }
+
+    /// Bytes the packing buffers reserve (reused from one interval to the next: the largest
+    /// snapshot's JSON and its compressed bound; zstd's own context is not counted).
+    pub fn packing_bytes(&self) -> usize {
+        self.packer.json.capacity() + self.packer.out.capacity()
     }
 
     /// Bytes the past intervals hold: the packed snapshots exactly, the chart figures and

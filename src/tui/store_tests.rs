@@ -169,3 +169,36 @@ fn a_paused_screen_keeps_its_interval_whole_as_the_history_moves_on() {
     assert_eq!(app.current(), Some(&nth(3)), "seeking unpacks the next");
     assert!(app.status.as_deref() != Some("this interval's tables could not be read back"));
 }
+
+#[test]
+fn packing_reuses_its_buffers() {
+    for rel in RECORDINGS {
+        let (_, snaps) = snaps_of(rel);
+        let mut h = History::new();
+        for s in &snaps {
+            h.push(s.clone());
+        }
+        let most = snaps
+            .iter()
+            .map(|s| serde_json::to_vec(s).unwrap().len())
+            .max()
+            .unwrap();
+        let first = h.packing_bytes();
+        assert!(first >= most, "{rel}: {first} bytes for JSON of {most}");
+        for s in &snaps {
+            h.push(s.clone());
+        }
+        assert_eq!(
+            h.packing_bytes(),
+            first,
+            "{rel}: a second pass grew nothing"
+        );
+        for i in 0..h.len() - 1 {
+            assert_eq!(
+                h.unpack(i).as_ref(),
+                Some(&snaps[i % snaps.len()]),
+                "{rel}: {i}"
+            );
+        }
+    }
+}
