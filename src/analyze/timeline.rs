@@ -10,12 +10,13 @@
 //! differs from its previous one), and a list of marks, both in time order. Memory is
 //! bounded by the window, not by the run: changes and marks older than `now - window` go,
 //! and each CPU keeps at most [`LANE_BUDGET`] / CPUs changes (at least [`MIN_LANE`]), the
-//! oldest going first, so a storm shortens what is kept instead of growing it. A queue grows
-//! by doubling as what the window holds grows, up to its bound and no further (not the next
-//! power of two past it: the oldest goes before the newest comes). It is not reserved whole at
-//! once: a ring buffer's head cycles through all the room it has, touching every page of it in
-//! turn, so a reserve larger than the window's content would make a long run's memory creep up
-//! for as long as the head takes to go round. A replay
+//! oldest going first, so a storm shortens what is kept instead of growing it. A CPU's changes
+//! sit in fixed-size blocks ([`blocks::Blocks`]): memory follows what the window holds, within
+//! a block and a spare, and nothing is copied to grow. The marks' queue grows by doubling up
+//! to its bound and no further (not the next power of two past it: the oldest goes before the
+//! newest comes). Neither is reserved whole at once: a ring buffer's head cycles through all
+//! the room it has, touching every page of it in turn, so a reserve larger than the window's
+//! content made a long run's memory creep up for as long as the head took to go round. A replay
 //! restricts the timeline to a clip of the recording ([`Timeline::clip`]) and moves the
 //! clip when the screen leaves it.
 //!
@@ -31,9 +32,12 @@
 //! draws: waiting wins (a cell with 2 waiting at any instant says 2), then busy the whole
 //! span, busy part of it, idle the whole span.
 
+mod blocks;
+
 use super::Analyzer;
 use crate::cpuset::CpuSet;
 use crate::event::{Event, EventKind, MigrationType, Pid, Reason};
+use blocks::Blocks;
 use std::collections::VecDeque;
 
 /// Changes kept over all CPUs at most (each CPU gets its share).
@@ -57,7 +61,7 @@ pub struct CpuState {
 }
 
 /// A state change of one CPU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Change {
     t_ns: u64,
     state: CpuState,
@@ -169,18 +173,19 @@ impl CellKind {
 
 #[derive(Clone, Debug, Default)]
 struct Lane {
-    changes: VecDeque<Change>,
+    changes: Blocks<Change>,
     /// The state after the last change (what holds now).
     now: CpuState,
 }
 
-/// The room a queue starts with at its first item.
+/// The room the marks' queue starts with at its first mark.
 const FIRST_ROOM: usize = 1024;
 
 /// Before adding one item to `q`, which never holds more than `cap` (the caller drops the
 /// oldest first when it is full): a queue with no room left doubles (from [`FIRST_ROOM`]),
 /// up to exactly `cap`. Its room is then at most twice the most it held, so memory follows
-/// what the window holds, not the bound; doubling copies each item about once in all.
+/// what the window holds, not the bound; doubling copies each item about once in all (marks
+/// are a few hundred a second, against tens of thousands of changes).
 fn room_within<T>(q: &mut VecDeque<T>, cap: usize) {
     if q.len() == q.capacity() && q.len() < cap {
         let want = (q.len() * 2).max(FIRST_ROOM).min(cap);
@@ -409,7 +414,6 @@ impl Timeline {
                 self.trimmed_to = self.trimmed_to.max(c.t_ns);
             }
         }
-        room_within(&mut lane.changes, self.lane_cap);
         lane.changes.push_back(Change { t_ns: t, state });
         // Once a later change follows it, this one goes when t leaves the window.
         self.expire_at = self.expire_at.min(t.saturating_add(self.window_ns));
@@ -488,9 +492,8 @@ impl Timeline {
             ch.partition_point(|c| c.t_ns <= a).saturating_sub(1)
         });
         changes.into_iter().flat_map(move |ch| {
-            ch.iter()
-                .enumerate()
-                .skip(first)
+            (first..ch.len())
+                .map(move |i| (i, &ch[i]))
                 .take_while(move |(_, c)| c.t_ns < b)
                 .filter_map(move |(i, c)| {
                     let end = ch.get(i + 1).map_or(b, |n| n.t_ns.min(b));
