@@ -41,6 +41,11 @@ pub struct Merge {
 /// Up to this many queues with events, the merge scans their fronts; past it, a heap.
 const SCAN_MAX: usize = 8;
 
+/// Room (events, 512 KiB) a queue keeps after a release that left it mostly empty: one that
+/// took a burst (a drain held up behind a busy consumer) gives the rest back, instead of
+/// holding the largest burst of the run for the rest of it.
+const KEEP: usize = 8 * 1024;
+
 impl Merge {
     /// Queues for `rings` ring buffers of `nr_cpus` CPUs, and one for the source's own events.
     pub fn new(rings: usize, nr_cpus: usize) -> Merge {
@@ -131,6 +136,11 @@ impl Merge {
         self.active = active;
         if done {
             self.released_to = self.released_to.max(upto.min(u64::MAX - 1));
+            for q in &mut self.queues {
+                if q.capacity() > KEEP && q.len() < q.capacity() / 4 {
+                    q.shrink_to(q.len().max(KEEP));
+                }
+            }
         }
         done
     }
@@ -325,6 +335,31 @@ mod tests {
             assert!(calls > one.len() / 16, "{cpus} CPUs: {calls} parts");
             assert_eq!(parts.released_to, 300);
             assert_eq!(parts.held(), whole.held());
+        }
+    }
+
+    /// A queue that took a burst gives its room back once the burst is released, down to
+    /// what it keeps; one that holds what it took keeps its room.
+    #[test]
+    fn a_burst_s_room_goes_back_after_its_release() {
+        let mut m = Merge::new(1, 2);
+        push(&mut m, 0, (0..100_000).map(|i| ev(i, 0)).collect());
+        push(&mut m, 0, (0..100_000).map(|i| ev(i, 1)).collect());
+        let mut out = Vec::new();
+        assert!(!m.release(150_000, &mut out, 64 * 1024));
+        assert!(
+            m.queues[0].capacity() >= 100_000,
+            "not before all of it left"
+        );
+        out.clear();
+        assert!(m.release(50_000, &mut out, usize::MAX));
+        assert_eq!(m.held(), 100_000 - 50_001 + 100_000 - 50_001);
+        assert!(m.queues[0].capacity() >= 49_999, "still holding half of it");
+        out.clear();
+        assert!(m.release(u64::MAX, &mut out, usize::MAX));
+        assert_eq!(m.held(), 0);
+        for q in &m.queues {
+            assert!(q.capacity() <= 2 * KEEP, "{}", q.capacity());
         }
     }
 
