@@ -90,7 +90,9 @@ impl Merge {
                 .filter(|(_, q)| q.front().is_some_and(|e| e.ts_ns <= upto))
                 .map(|(i, _)| i),
         );
-        if active.len() <= SCAN_MAX {
+        // Whether every queue's front is now past `upto`: each loop below keeps exactly the
+        // queues still holding such an event.
+        let done = if active.len() <= SCAN_MAX {
             // Few queues (a small machine): the earliest front by a scan.
             while !active.is_empty() && out.len() < room {
                 let (mut best, mut limit) = (0, upto);
@@ -109,6 +111,7 @@ impl Merge {
                     active.remove(best);
                 }
             }
+            active.is_empty()
         } else {
             self.heap.clear();
             for &i in &active {
@@ -128,11 +131,8 @@ impl Merge {
                     self.heap.push(Reverse((t, i)));
                 }
             }
-        }
-        let done = !self
-            .queues
-            .iter()
-            .any(|q| q.front().is_some_and(|e| e.ts_ns <= upto));
+            self.heap.is_empty()
+        };
         self.active = active;
         if done {
             self.released_to = self.released_to.max(upto.min(u64::MAX - 1));
