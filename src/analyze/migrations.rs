@@ -1,13 +1,16 @@
 //! Migration counting: by reason, by the topology level crossed, the reason x level matrix,
 //! how many reasons were guessed from context, and which unclassified stacks keep showing up.
 //!
-//! Owns the stack descriptions (`Stack` events: bounded by the number of distinct kernel
-//! stacks, which the BPF stack map bounds) and the per-interval counters.
+//! Owns the stack descriptions (`Stack` events) and the per-interval counters. A description
+//! keeps only a stack's innermost frames, and stacks that differ deeper down (nearly all of
+//! them: a new id a few times a second under load) share one copy of those frames, so what
+//! grows with the run is a map entry per id (bounded by the BPF stack map), not its frames.
 
 use super::snapshot::{MigrationStats, UnknownStack};
 use crate::event::Reason;
 use crate::topology::Topology;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Frames kept per stack: enough to recognize the caller of `set_task_cpu`.
 const TOP_FRAMES: usize = 8;
@@ -32,7 +35,11 @@ pub struct MigrationCounter {
     context: u64,
     unseen: u64,
     unknown_stacks: HashMap<u32, u64>,
-    stacks: HashMap<u32, Vec<String>>,
+    /// Stack id -> its innermost frames, an index in `frames`.
+    stacks: HashMap<u32, u32>,
+    /// The distinct lists of innermost frames, each once.
+    frames: Vec<Arc<[String]>>,
+    frames_index: HashMap<Arc<[String]>, u32>,
 }
 
 impl MigrationCounter {
@@ -44,13 +51,25 @@ impl MigrationCounter {
             unseen: 0,
             unknown_stacks: HashMap::new(),
             stacks: HashMap::new(),
+            frames: Vec::new(),
+            frames_index: HashMap::new(),
         }
     }
 
     /// Remembers the frames of a stack id (the source sends each once, before its first use).
     pub fn describe_stack(&mut self, id: u32, frames: &[String]) {
-        let top = frames.iter().take(TOP_FRAMES).cloned().collect();
-        self.stacks.insert(id, top);
+        let top = &frames[..frames.len().min(TOP_FRAMES)];
+        let at = match self.frames_index.get(top) {
+            Some(&at) => at,
+            None => {
+                let at = self.frames.len() as u32;
+                let shared: Arc<[String]> = top.into();
+                self.frames.push(Arc::clone(&shared));
+                self.frames_index.insert(shared, at);
+                at
+            }
+        };
+        self.stacks.insert(id, at);
     }
 
     /// Counts one migration. `level`: the level crossed (`None` = unknown); `by_context`: the
@@ -124,7 +143,11 @@ impl MigrationCounter {
             .map(|(stack_id, count)| UnknownStack {
                 stack_id,
                 count,
-                frames: self.stacks.get(&stack_id).cloned().unwrap_or_default(),
+                frames: self
+                    .stacks
+                    .get(&stack_id)
+                    .map(|&at| self.frames[at as usize].to_vec())
+                    .unwrap_or_default(),
             })
             .collect();
         for row in &mut self.matrix {
@@ -176,5 +199,33 @@ mod tests {
         assert_eq!(empty.total, 0);
         assert_eq!(empty.by_reason.len(), NR_REASONS);
         assert!(empty.matrix.is_empty());
+    }
+
+    /// Stacks whose innermost frames are the same (they differ deeper down) keep one copy of
+    /// them; each id still names its own, and a longer stack keeps only its innermost ones.
+    #[test]
+    fn stacks_that_differ_deeper_down_share_their_frames() {
+        let topo = Topology::synthetic_flat(2);
+        let mut m = MigrationCounter::new(topo.levels.len());
+        let deep = |tail: &str| -> Vec<String> {
+            (0..TOP_FRAMES)
+                .map(|i| format!("f{i}"))
+                .chain([tail.to_string()])
+                .collect()
+        };
+        for id in 0..100 {
+            m.describe_stack(id, &deep(&format!("caller{id}")));
+        }
+        m.describe_stack(500, &["x".to_string()]);
+        assert_eq!(m.stacks.len(), 101);
+        assert_eq!(m.frames.len(), 2, "two distinct lists of innermost frames");
+        m.record(Reason::Unknown, Some(0), false, Some(42));
+        m.record(Reason::Unknown, Some(0), false, Some(500));
+        m.record(Reason::Unknown, Some(0), false, Some(500));
+        let s = m.take(&topo);
+        assert_eq!(s.unknown_stacks[0].stack_id, 500);
+        assert_eq!(s.unknown_stacks[0].frames, vec!["x"]);
+        assert_eq!(s.unknown_stacks[1].stack_id, 42);
+        assert_eq!(s.unknown_stacks[1].frames, deep("")[..TOP_FRAMES].to_vec());
     }
 }
