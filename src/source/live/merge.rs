@@ -49,15 +49,17 @@ const SCAN_MAX: usize = 8;
 /// consumer) gives the rest back over the next releases, instead of holding the largest burst
 /// of the run for the rest of it. One that fills the same way at every drain keeps its room
 /// instead of giving it back after each release and growing again, by reallocations, at the
-/// next drain (at `-i 1` a CPU's queue takes about 37 Ki events a drain under hackbench here).
+/// next drain (at `-i 1` a CPU's queue takes tens of thousands of events a drain under
+/// hackbench here).
 const KEEP: usize = 8 * 1024;
 
 impl Merge {
     /// Queues for `rings` ring buffers of `nr_cpus` CPUs, and one for the source's own events.
     pub fn new(rings: usize, nr_cpus: usize) -> Merge {
         let nr_cpus = nr_cpus.max(1);
+        let nr_queues = rings * nr_cpus + 1;
         Merge {
-            queues: (0..rings * nr_cpus + 1).map(|_| VecDeque::new()).collect(),
+            queues: (0..nr_queues).map(|_| VecDeque::new()).collect(),
             nr_cpus,
             released_to: 0,
             late: 0,
@@ -65,7 +67,7 @@ impl Merge {
             holdback_ns: HOLDBACK_NS,
             heap: BinaryHeap::new(),
             active: Vec::new(),
-            peaks: vec![0; rings * nr_cpus + 1],
+            peaks: vec![0; nr_queues],
         }
     }
 
