@@ -10,7 +10,10 @@ use serde::{Deserialize, Serialize};
 /// A kernel thread id (`task->pid`). 0 is the idle task.
 pub type Pid = u32;
 
-/// One observation.
+/// One observation: 32 bytes, half a cache line. The kinds that come by the hundred
+/// thousand a second (switches, wakeups, run-queue lengths) are inline in [`EventKind`]; the
+/// rare and bulky ones are boxed, so that the queues and batches every live event goes
+/// through hold two events a cache line.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     /// CLOCK_MONOTONIC nanoseconds.
@@ -157,22 +160,10 @@ pub enum EventKind {
     /// A task changed CPU (`sched_migrate_task` with src != dst). `stack_id` names a
     /// [`EventKind::Stack`] seen earlier, if any. Forks never fire it: the analyzer derives
     /// fork placements from [`EventKind::WakeupNew`].
-    Migrate {
-        pid: Pid,
-        src_cpu: u32,
-        dst_cpu: u32,
-        reason: Reason,
-        source: ReasonSource,
-        stack_id: Option<u32>,
-        ctx: MigrateContext,
-    },
+    Migrate(Box<MigrateInfo>),
     /// A distinct kernel stack at `sched_migrate_task`, symbolized and classified once.
     /// Frames are innermost first, compiler suffixes kept.
-    Stack {
-        id: u32,
-        reason: Reason,
-        frames: Vec<String>,
-    },
+    Stack(Box<StackInfo>),
     /// `sched_update_nr_running_tp`: the exact `nr_running` of `rq_cpu`, after the change,
     /// with the root cfs_rq's `util_est` and its count of CFS tasks (`h_nr_running`;
     /// `h_nr_queued` in 6.12.37 and later 6.12 releases, `h_nr_runnable` since 6.14: what each
@@ -181,52 +172,31 @@ pub enum EventKind {
     /// wakeup, when util_est moved with no enqueue or dequeue to carry it (6.12's delayed
     /// dequeue). `None` where not read: older recordings, folded mode.
     NrRunning {
-        rq_cpu: u32,
+        rq_cpu: u16,
         nr_running: u32,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        util_est: Option<u64>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        cfs_h_nr_running: Option<u32>,
+        #[serde(default, skip_serializing_if = "OptU32::is_none")]
+        util_est: OptU32,
+        #[serde(default, skip_serializing_if = "OptU32::is_none")]
+        cfs_h_nr_running: OptU32,
     },
     /// `pelt_cfs_tp` on a root cfs_rq (rate-limited per CPU): the CPU's CFS load, runnable and
     /// util averages, and `util_est` (the estimated utilization the balancer takes when it is
     /// higher than `util_avg`; `None` in recordings made before it was recorded).
-    Pelt {
-        rq_cpu: u32,
-        load_avg: u64,
-        runnable_avg: u64,
-        util_avg: u64,
-        util_est: Option<u64>,
-    },
+    Pelt(Box<PeltInfo>),
     /// `sched_cpu_capacity_tp`: `rq->cpu_capacity` of `rq_cpu`.
     Capacity { rq_cpu: u32, capacity: u64 },
     /// SCHED_SOFTIRQ (vector 7) entry or exit on `cpu`. `idle` at entry: the CPU was idle
     /// (the balancer runs with idle type CPU_IDLE).
     BalanceSoftirq { entry: bool, idle: bool },
     /// `sched_move_numa`, `sched_swap_numa` or `sched_stick_numa`.
-    Numa {
-        op: NumaOp,
-        pid: Pid,
-        src_cpu: i32,
-        dst_pid: Pid,
-        dst_cpu: i32,
-    },
+    Numa(Box<NumaInfo>),
     /// A task is known with this thread-group id and name (first sight, or `sched_process_exec`
     /// with `exec` set).
-    Task {
-        pid: Pid,
-        tgid: Pid,
-        comm: String,
-        exec: bool,
-    },
+    Task(Box<TaskInfo>),
     /// The cgroup (unified hierarchy) a task was in when announced (first sight or exec):
     /// `id` is the cgroup's kernfs id, `path` its path under the cgroup2 mount when the
     /// source could name it.
-    Cgroup {
-        pid: Pid,
-        id: u64,
-        path: Option<String>,
-    },
+    Cgroup(Box<CgroupInfo>),
     /// A task's allowed CPUs, sent at first sight and whenever they change.
     Affinity { pid: Pid, cpus: Box<CpuSet> },
     /// `sched_process_exit`.
@@ -256,6 +226,132 @@ pub enum EventKind {
     /// source streams no per-task wait, so the analyzer takes latency from these alone. A
     /// folded source sends an empty one first, before any other event.
     Fold(Box<Fold>),
+}
+
+/// The payload of [`EventKind::Migrate`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MigrateInfo {
+    pub pid: Pid,
+    pub src_cpu: u32,
+    pub dst_cpu: u32,
+    pub reason: Reason,
+    pub source: ReasonSource,
+    pub stack_id: Option<u32>,
+    pub ctx: MigrateContext,
+}
+
+/// The payload of [`EventKind::Stack`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackInfo {
+    pub id: u32,
+    pub reason: Reason,
+    pub frames: Vec<String>,
+}
+
+/// The payload of [`EventKind::Pelt`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeltInfo {
+    pub rq_cpu: u32,
+    pub load_avg: u64,
+    pub runnable_avg: u64,
+    pub util_avg: u64,
+    pub util_est: Option<u64>,
+}
+
+/// The payload of [`EventKind::Numa`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NumaInfo {
+    pub op: NumaOp,
+    pub pid: Pid,
+    pub src_cpu: i32,
+    pub dst_pid: Pid,
+    pub dst_cpu: i32,
+}
+
+/// The payload of [`EventKind::Task`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskInfo {
+    pub pid: Pid,
+    pub tgid: Pid,
+    pub comm: String,
+    pub exec: bool,
+}
+
+/// The payload of [`EventKind::Cgroup`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CgroupInfo {
+    pub pid: Pid,
+    pub id: u64,
+    pub path: Option<String>,
+}
+
+/// A `u32` that may be absent, in four bytes (an `Option<u32>` takes eight): `u32::MAX`
+/// stands for absent, a value the counts and utilizations carried this way never reach (a
+/// `Some(u32::MAX)` is kept as `u32::MAX - 1`). Serialized as an `Option<u32>`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OptU32(u32);
+
+impl OptU32 {
+    /// Absent.
+    pub const NONE: OptU32 = OptU32(u32::MAX);
+
+    /// `v`, or absent.
+    pub const fn new(v: Option<u32>) -> OptU32 {
+        match v {
+            Some(x) if x == u32::MAX => OptU32(u32::MAX - 1),
+            Some(x) => OptU32(x),
+            None => OptU32::NONE,
+        }
+    }
+
+    /// `v`, present.
+    pub const fn some(v: u32) -> OptU32 {
+        OptU32::new(Some(v))
+    }
+
+    /// The value, if present.
+    pub const fn get(self) -> Option<u32> {
+        if self.0 == u32::MAX {
+            None
+        } else {
+            Some(self.0)
+        }
+    }
+
+    /// Whether it is absent.
+    pub fn is_none(&self) -> bool {
+        self.0 == u32::MAX
+    }
+}
+
+impl Default for OptU32 {
+    fn default() -> OptU32 {
+        OptU32::NONE
+    }
+}
+
+impl From<Option<u32>> for OptU32 {
+    fn from(v: Option<u32>) -> OptU32 {
+        OptU32::new(v)
+    }
+}
+
+impl std::fmt::Debug for OptU32 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
+impl Serialize for OptU32 {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.get().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for OptU32 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<OptU32, D::Error> {
+        Option::<u32>::deserialize(d).map(OptU32::new)
+    }
 }
 
 /// Histograms folded in the kernel over one flush period (see [`EventKind::Fold`]).
@@ -514,4 +610,54 @@ pub enum NumaOp {
     Move,
     Swap,
     Stick,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An event is half a cache line: the live pipeline moves every one through its merge
+    /// queues and batches, and doubling its size cost `top` a quarter more CPU per context
+    /// switch of the load (README, TUI cost). The kinds that come by the hundred thousand a
+    /// second stay inline; the rare and bulky ones are boxed.
+    #[test]
+    fn an_event_is_half_a_cache_line() {
+        assert_eq!(std::mem::size_of::<EventKind>(), 16);
+        assert_eq!(std::mem::size_of::<Event>(), 32);
+    }
+
+    /// An absent value and every value but the sentinel come back as they went in, also
+    /// through JSON (as an `Option<u32>`); the sentinel itself is kept one below.
+    #[test]
+    fn opt_u32_holds_every_count_but_its_sentinel() {
+        for v in [None, Some(0), Some(1), Some(1024), Some(u32::MAX - 1)] {
+            let o = OptU32::new(v);
+            assert_eq!(o.get(), v);
+            assert_eq!(o.is_none(), v.is_none());
+            let json = serde_json::to_string(&o).unwrap();
+            assert_eq!(json, serde_json::to_string(&v).unwrap());
+            assert_eq!(serde_json::from_str::<OptU32>(&json).unwrap(), o);
+        }
+        assert_eq!(OptU32::some(u32::MAX).get(), Some(u32::MAX - 1));
+        assert_eq!(OptU32::default(), OptU32::NONE);
+        assert_eq!(format!("{:?}", OptU32::some(3)), "Some(3)");
+    }
+
+    /// A NrRunning event's JSON is what it was with `Option` fields: the optional counts
+    /// left out when absent.
+    #[test]
+    fn nr_running_json_leaves_absent_counts_out() {
+        let e = EventKind::NrRunning {
+            rq_cpu: 3,
+            nr_running: 2,
+            util_est: OptU32::some(17),
+            cfs_h_nr_running: OptU32::NONE,
+        };
+        let json = serde_json::to_string(&e).unwrap();
+        assert_eq!(
+            json,
+            r#"{"type":"nr_running","rq_cpu":3,"nr_running":2,"util_est":17}"#
+        );
+        assert_eq!(serde_json::from_str::<EventKind>(&json).unwrap(), e);
+    }
 }

@@ -34,20 +34,26 @@ impl Analyzer {
                 util_est,
                 cfs_h_nr_running,
             } => {
-                self.model.nr_running(*rq_cpu, *nr_running);
-                self.model
-                    .cfs_state(*rq_cpu, *nr_running, *util_est, *cfs_h_nr_running);
+                let rq_cpu = u32::from(*rq_cpu);
+                self.model.nr_running(rq_cpu, *nr_running);
+                self.model.cfs_state(
+                    rq_cpu,
+                    *nr_running,
+                    util_est.get().map(u64::from),
+                    cfs_h_nr_running.get(),
+                );
                 if self.folded {
-                    self.refresh_queued(*rq_cpu);
+                    self.refresh_queued(rq_cpu);
                 }
             }
-            EventKind::Pelt {
-                rq_cpu,
-                load_avg,
-                runnable_avg,
-                util_avg,
-                util_est,
-            } => {
+            EventKind::Pelt(pi) => {
+                let crate::event::PeltInfo {
+                    rq_cpu,
+                    load_avg,
+                    runnable_avg,
+                    util_avg,
+                    util_est,
+                } = &**pi;
                 self.model
                     .pelt(*rq_cpu, *load_avg, *runnable_avg, *util_avg, *util_est);
             }
@@ -58,7 +64,7 @@ impl Analyzer {
             EventKind::Clock => {}
             // The model's part of a migration is in `apply_other`, which shares the search
             // of the level crossed with it.
-            EventKind::Migrate { .. } => self.apply_other(ev),
+            EventKind::Migrate(_) => self.apply_other(ev),
             // The analyzer first: at an exit it reads the task's entry, which the model then
             // removes.
             _ => {
@@ -98,15 +104,16 @@ impl Analyzer {
                     }
                 }
             }
-            EventKind::Migrate {
-                pid,
-                src_cpu,
-                dst_cpu,
-                reason,
-                source,
-                stack_id,
-                ..
-            } => {
+            EventKind::Migrate(mi) => {
+                let crate::event::MigrateInfo {
+                    pid,
+                    src_cpu,
+                    dst_cpu,
+                    reason,
+                    source,
+                    stack_id,
+                    ..
+                } = &**mi;
                 if src_cpu == dst_cpu {
                     return;
                 }
@@ -146,15 +153,19 @@ impl Analyzer {
                     self.start_wait(*pid, *dst_cpu);
                 }
             }
-            EventKind::Stack { id, frames, .. } => self.migrations.describe_stack(*id, frames),
+            EventKind::Stack(si) => {
+                let crate::event::StackInfo { id, frames, .. } = &**si;
+                self.migrations.describe_stack(*id, frames)
+            }
             // The model keeps the capacity in the one per-CPU table.
             EventKind::Capacity { .. } => {}
-            EventKind::Task {
-                pid,
-                tgid,
-                comm,
-                exec,
-            } => {
+            EventKind::Task(ti) => {
+                let crate::event::TaskInfo {
+                    pid,
+                    tgid,
+                    comm,
+                    exec,
+                } = &**ti;
                 self.set_identity(*pid, Some(*tgid), Some(comm));
                 if *exec && pid == tgid {
                     self.latency.renamed(*tgid, comm);
@@ -164,7 +175,10 @@ impl Analyzer {
                 }
             }
             EventKind::Affinity { pid, cpus } => self.on_affinity(*pid, cpus),
-            EventKind::Cgroup { pid, id, path } => self.on_cgroup(*pid, *id, path.as_deref()),
+            EventKind::Cgroup(ci) => {
+                let crate::event::CgroupInfo { pid, id, path } = &**ci;
+                self.on_cgroup(*pid, *id, path.as_deref())
+            }
             EventKind::Exit { pid, tgid } => {
                 self.thread_names.remove(tgid);
                 self.stop_wait(*pid);
@@ -206,11 +220,11 @@ impl Analyzer {
             // validation; the kinds handled inline never reach this point.
             EventKind::BalanceSoftirq { .. }
             | EventKind::RtCall(_)
-            | EventKind::Numa { .. }
+            | EventKind::Numa(_)
             | EventKind::Switch { .. }
             | EventKind::Wakeup { .. }
             | EventKind::NrRunning { .. }
-            | EventKind::Pelt { .. }
+            | EventKind::Pelt(_)
             | EventKind::Waking { .. }
             | EventKind::Clock => {}
         }

@@ -242,7 +242,7 @@ impl Analyzer {
     pub fn changes_no_cpu(&self, kind: &EventKind) -> bool {
         match kind {
             EventKind::Clock
-            | EventKind::Pelt { .. }
+            | EventKind::Pelt(_)
             | EventKind::Capacity { .. }
             | EventKind::Waking { .. }
             | EventKind::BalanceSoftirq { .. } => true,

@@ -323,14 +323,15 @@ impl Timeline {
                     }
                 }
             }
-            EventKind::NrRunning { rq_cpu, .. } => self.update(*rq_cpu, t, a),
-            EventKind::Migrate {
-                pid,
-                src_cpu,
-                dst_cpu,
-                reason,
-                ..
-            } => {
+            EventKind::NrRunning { rq_cpu, .. } => self.update(u32::from(*rq_cpu), t, a),
+            EventKind::Migrate(mi) => {
+                let crate::event::MigrateInfo {
+                    pid,
+                    src_cpu,
+                    dst_cpu,
+                    reason,
+                    ..
+                } = &**mi;
                 self.update(*src_cpu, t, a);
                 self.update(*dst_cpu, t, a);
                 if src_cpu != dst_cpu {

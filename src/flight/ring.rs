@@ -55,13 +55,16 @@ impl State {
             EventKind::Fold(f) if self.folded.is_none() && f.by_cpu.is_empty() => {
                 self.folded = Some(keep);
             }
-            EventKind::Stack { id, .. } => {
+            EventKind::Stack(si) => {
+                let crate::event::StackInfo { id, .. } = &**si;
                 self.stacks.insert(*id, keep);
             }
-            EventKind::Task { pid, .. } => {
+            EventKind::Task(ti) => {
+                let crate::event::TaskInfo { pid, .. } = &**ti;
                 self.tasks.insert(*pid, keep);
             }
-            EventKind::Cgroup { pid, .. } => {
+            EventKind::Cgroup(ci) => {
+                let crate::event::CgroupInfo { pid, .. } = &**ci;
                 self.cgroups.insert(*pid, keep);
             }
             EventKind::Affinity { pid, .. } => {
@@ -76,9 +79,10 @@ impl State {
                 self.capacity.insert(*rq_cpu, keep);
             }
             EventKind::NrRunning { rq_cpu, .. } => {
-                self.nr_running.insert(*rq_cpu, keep);
+                self.nr_running.insert(u32::from(*rq_cpu), keep);
             }
-            EventKind::Pelt { rq_cpu, .. } => {
+            EventKind::Pelt(pi) => {
+                let crate::event::PeltInfo { rq_cpu, .. } = &**pi;
                 self.pelt.insert(*rq_cpu, keep);
             }
             _ => {}
@@ -88,10 +92,20 @@ impl State {
 
 /// What one event costs in memory, estimated: the event and what its kind holds on the heap.
 fn event_bytes(e: &Event) -> u64 {
+    use crate::event::{CgroupInfo, MigrateInfo, NumaInfo, PeltInfo, StackInfo, TaskInfo};
+    let size = |n: usize| n as u64;
     let heap = match &e.kind {
-        EventKind::Stack { frames, .. } => frames.iter().map(|f| f.len() as u64 + 24).sum(),
-        EventKind::Task { comm, .. } => comm.len() as u64,
-        EventKind::Cgroup { path, .. } => path.as_ref().map_or(0, |p| p.len() as u64),
+        EventKind::Stack(s) => {
+            size(std::mem::size_of::<StackInfo>())
+                + s.frames.iter().map(|f| f.len() as u64 + 24).sum::<u64>()
+        }
+        EventKind::Task(t) => size(std::mem::size_of::<TaskInfo>() + t.comm.len()),
+        EventKind::Cgroup(c) => {
+            size(std::mem::size_of::<CgroupInfo>() + c.path.as_ref().map_or(0, |p| p.len()))
+        }
+        EventKind::Migrate(_) => size(std::mem::size_of::<MigrateInfo>()),
+        EventKind::Pelt(_) => size(std::mem::size_of::<PeltInfo>()),
+        EventKind::Numa(_) => size(std::mem::size_of::<NumaInfo>()),
         EventKind::Affinity { .. } => std::mem::size_of::<crate::cpuset::CpuSet>() as u64,
         EventKind::Balance(_) => std::mem::size_of::<crate::event::Balance>() as u64,
         EventKind::Fold(f) => 64 * (f.by_cpu.len() + f.by_tgid.len()) as u64,
@@ -255,12 +269,12 @@ mod tests {
         let task = |pid: u32, comm: &str| {
             at(
                 0,
-                EventKind::Task {
+                EventKind::Task(Box::new(crate::event::TaskInfo {
                     pid,
                     tgid: pid,
                     comm: comm.into(),
                     exec: false,
-                },
+                })),
             )
         };
         r.push(&[
@@ -271,17 +285,17 @@ mod tests {
                 EventKind::NrRunning {
                     rq_cpu: 1,
                     nr_running: 3,
-                    util_est: None,
-                    cfs_h_nr_running: None,
+                    util_est: crate::event::OptU32::NONE,
+                    cfs_h_nr_running: crate::event::OptU32::NONE,
                 },
             ),
             at(
                 0,
-                EventKind::Stack {
+                EventKind::Stack(Box::new(crate::event::StackInfo {
                     id: 7,
                     reason: crate::event::Reason::NewidleBalance,
                     frames: vec!["set_task_cpu".into()],
-                },
+                })),
             ),
         ]);
         r.push(&[
@@ -297,7 +311,10 @@ mod tests {
         let names: Vec<String> = p
             .iter()
             .filter_map(|e| match &e.kind {
-                EventKind::Task { comm, .. } => Some(comm.clone()),
+                EventKind::Task(ti) => {
+                    let crate::event::TaskInfo { comm, .. } = &**ti;
+                    Some(comm.clone())
+                }
                 _ => None,
             })
             .collect();
@@ -308,14 +325,14 @@ mod tests {
         );
         assert!(p
             .iter()
-            .any(|e| matches!(e.kind, EventKind::Stack { id: 7, .. })));
+            .any(|e| matches!(&e.kind, EventKind::Stack(s) if s.id == 7)));
         assert!(p.iter().any(|e| matches!(
             e.kind,
             EventKind::NrRunning {
                 rq_cpu: 1,
                 nr_running: 3,
-                util_est: None,
-                cfs_h_nr_running: None,
+                util_est: crate::event::OptU32::NONE,
+                cfs_h_nr_running: crate::event::OptU32::NONE,
             }
         )));
     }

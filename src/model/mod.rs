@@ -371,16 +371,25 @@ impl<X: TaskExt> Model<X> {
                 util_est,
                 cfs_h_nr_running,
             } => {
-                self.nr_running(*rq_cpu, *nr_running);
-                self.cfs_state(*rq_cpu, *nr_running, *util_est, *cfs_h_nr_running);
+                let rq_cpu = u32::from(*rq_cpu);
+                self.nr_running(rq_cpu, *nr_running);
+                self.cfs_state(
+                    rq_cpu,
+                    *nr_running,
+                    util_est.get().map(u64::from),
+                    cfs_h_nr_running.get(),
+                );
             }
-            EventKind::Pelt {
-                rq_cpu,
-                load_avg,
-                runnable_avg,
-                util_avg,
-                util_est,
-            } => self.pelt(*rq_cpu, *load_avg, *runnable_avg, *util_avg, *util_est),
+            EventKind::Pelt(pi) => {
+                let crate::event::PeltInfo {
+                    rq_cpu,
+                    load_avg,
+                    runnable_avg,
+                    util_avg,
+                    util_est,
+                } = &**pi;
+                self.pelt(*rq_cpu, *load_avg, *runnable_avg, *util_avg, *util_est)
+            }
             _ => self.push_other(ev),
         }
     }
@@ -511,26 +520,21 @@ impl<X: TaskExt> Model<X> {
                 self.tasks.identify(*pid, *tgid);
                 self.tasks.place(*pid, *target_cpu);
             }
-            EventKind::Migrate {
-                pid,
-                src_cpu,
-                dst_cpu,
-                reason,
-                ..
-            } if src_cpu != dst_cpu && *pid != 0 => {
+            EventKind::Migrate(m) if m.src_cpu != m.dst_cpu && m.pid != 0 => {
                 let level = self
                     .topo
-                    .crossed_level(*src_cpu as usize, *dst_cpu as usize);
-                self.migrated(t, *pid, *src_cpu, *dst_cpu, *reason, level);
+                    .crossed_level(m.src_cpu as usize, m.dst_cpu as usize);
+                self.migrated(t, m.pid, m.src_cpu, m.dst_cpu, m.reason, level);
             }
             EventKind::Capacity { rq_cpu, capacity } => {
                 if let Some(c) = self.cpu_mut(*rq_cpu) {
                     c.capacity = Some(*capacity);
                 }
             }
-            EventKind::Task {
-                pid, tgid, comm, ..
-            } => {
+            EventKind::Task(ti) => {
+                let crate::event::TaskInfo {
+                    pid, tgid, comm, ..
+                } = &**ti;
                 // The per-CPU stopper threads are named by the kernel (cpu_stop_threads).
                 if comm.starts_with("migration/") {
                     self.stoppers.insert(*pid);
@@ -538,7 +542,8 @@ impl<X: TaskExt> Model<X> {
                 self.tasks.identify(*pid, *tgid)
             }
             EventKind::Affinity { pid, cpus } => self.tasks.set_allowed(*pid, cpus),
-            EventKind::Cgroup { pid, id, path } => {
+            EventKind::Cgroup(ci) => {
+                let crate::event::CgroupInfo { pid, id, path } = &**ci;
                 self.tasks.set_cgroup(*pid, *id);
                 if let Some(p) = path {
                     self.spread.name_cgroup(*id, p);

@@ -61,7 +61,7 @@ mod tests {
             ev(
                 3,
                 1,
-                EventKind::Migrate {
+                EventKind::Migrate(Box::new(crate::event::MigrateInfo {
                     pid: 7,
                     src_cpu: 3,
                     dst_cpu: 1,
@@ -73,26 +73,26 @@ mod tests {
                         policy: 7,
                         ..MigrateContext::default()
                     },
-                },
+                })),
             ),
             ev(
                 4,
                 0,
-                EventKind::Stack {
+                EventKind::Stack(Box::new(crate::event::StackInfo {
                     id: 9,
                     reason: Reason::Wakeup,
                     frames: vec!["set_task_cpu".into(), "try_to_wake_up".into()],
-                },
+                })),
             ),
             ev(
                 5,
                 2,
-                EventKind::Task {
+                EventKind::Task(Box::new(crate::event::TaskInfo {
                     pid: 7,
                     tgid: 7,
                     comm: "a \"quoted\" name\n".into(),
                     exec: true,
-                },
+                })),
             ),
             ev(6, 2, kind(r#"{"type":"affinity","pid":7,"cpus":"0-2,5"}"#)),
             ev(u64::MAX, 3, EventKind::Lost { count: 12 }),

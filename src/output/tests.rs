@@ -45,7 +45,7 @@ fn mig(
     e(
         ts,
         dst_cpu,
-        EventKind::Migrate {
+        EventKind::Migrate(Box::new(crate::event::MigrateInfo {
             pid: 30,
             src_cpu,
             dst_cpu,
@@ -53,7 +53,7 @@ fn mig(
             source,
             stack_id,
             ctx: MigrateContext::default(),
-        },
+        })),
     )
 }
 
@@ -63,22 +63,22 @@ fn scene() -> Snapshot {
         e(
             0,
             0,
-            EventKind::Task {
+            EventKind::Task(Box::new(crate::event::TaskInfo {
                 pid: 10,
                 tgid: 10,
                 comm: "web".into(),
                 exec: false,
-            },
+            })),
         ),
         e(
             0,
             0,
-            EventKind::Task {
+            EventKind::Task(Box::new(crate::event::TaskInfo {
                 pid: 20,
                 tgid: 20,
                 comm: "db".into(),
                 exec: false,
-            },
+            })),
         ),
         e(
             0,
@@ -91,11 +91,11 @@ fn scene() -> Snapshot {
         e(
             0,
             0,
-            EventKind::Stack {
+            EventKind::Stack(Box::new(crate::event::StackInfo {
                 id: 9,
                 reason: Reason::Unknown,
                 frames: vec!["set_task_cpu".into(), "mystery_fn".into()],
-            },
+            })),
         ),
     ];
     for c in 0..8 {

@@ -135,12 +135,12 @@ mod tests {
             .map(|i| Event {
                 ts_ns: i,
                 cpu: 0,
-                kind: EventKind::Task {
+                kind: EventKind::Task(Box::new(crate::event::TaskInfo {
                     pid: i as u32,
                     tgid: i as u32,
                     comm: format!("t{i}"),
                     exec: false,
-                },
+                })),
             })
             .collect()
     }

@@ -15,7 +15,7 @@
 
 use super::{Batch, BatchPool, SourceMsg};
 use crate::cpuset::CpuSet;
-use crate::event::{Event, EventKind, MigrateContext, Pid, Reason, ReasonSource};
+use crate::event::{Event, EventKind, MigrateContext, OptU32, Pid, Reason, ReasonSource};
 use crate::topology::{LevelKind, Topology};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -130,12 +130,12 @@ impl Generator {
 
     fn task_event(pid: Pid) -> EventKind {
         let tgid = PID_BASE + (pid - PID_BASE) / 8 * 8;
-        EventKind::Task {
+        EventKind::Task(Box::new(crate::event::TaskInfo {
             pid,
             tgid,
             comm: format!("job{}", tgid % 100),
             exec: false,
-        }
+        }))
     }
 
     fn emit(&mut self, cpu: usize, kind: EventKind) {
@@ -151,10 +151,10 @@ impl Generator {
         self.emit(
             cpu,
             EventKind::NrRunning {
-                rq_cpu: cpu as u32,
+                rq_cpu: cpu as u16,
                 nr_running: n,
-                util_est: None,
-                cfs_h_nr_running: None,
+                util_est: OptU32::NONE,
+                cfs_h_nr_running: OptU32::NONE,
             },
         );
     }
@@ -234,7 +234,7 @@ impl Generator {
         self.last_cpu[s] = dst as u32;
         self.emit(
             on,
-            EventKind::Migrate {
+            EventKind::Migrate(Box::new(crate::event::MigrateInfo {
                 pid,
                 src_cpu: src as u32,
                 dst_cpu: dst as u32,
@@ -242,7 +242,7 @@ impl Generator {
                 source: ReasonSource::Context,
                 stack_id: None,
                 ctx: MigrateContext::default(),
-            },
+            })),
         );
     }
 
@@ -313,13 +313,13 @@ impl Generator {
         let n = (self.queues[cpu].len() + usize::from(self.current[cpu] != 0)) as u64;
         self.emit(
             cpu,
-            EventKind::Pelt {
+            EventKind::Pelt(Box::new(crate::event::PeltInfo {
                 rq_cpu: cpu as u32,
                 load_avg: n * 1024,
                 runnable_avg: n * 1024,
                 util_avg: (n * 512).min(1024),
                 util_est: Some((n * 512).min(1024)),
-            },
+            })),
         );
     }
 

@@ -216,7 +216,7 @@ fn two_hundred_fifty_six_cpus_fold_by_llc_and_expand() {
             }
             match &mut e.kind {
                 crate::event::EventKind::Wakeup { target_cpu, .. } => *target_cpu = 37,
-                crate::event::EventKind::Migrate { src_cpu, .. } => *src_cpu = 37,
+                crate::event::EventKind::Migrate(mi) => mi.src_cpu = 37,
                 _ => {}
             }
             e

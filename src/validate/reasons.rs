@@ -174,23 +174,24 @@ impl ReasonPairing {
         match &e.kind {
             EventKind::Balance(b) => self.record(e.ts_ns, b),
             EventKind::RtCall(c) => self.rt.push(e.cpu, e.ts_ns, c),
-            EventKind::Migrate {
-                src_cpu,
-                dst_cpu,
-                reason,
-                ..
-            } if self.rt.inside(e.cpu, e.ts_ns, *src_cpu, *dst_cpu).is_some() => {
+            EventKind::Migrate(m)
+                if self
+                    .rt
+                    .inside(e.cpu, e.ts_ns, m.src_cpu, m.dst_cpu)
+                    .is_some() =>
+            {
                 self.agreement.matched_rt += 1;
                 self.agreement
-                    .count(*reason, HookReason::Exact(Reason::RtPushPull));
+                    .count(m.reason, HookReason::Exact(Reason::RtPushPull));
             }
-            EventKind::Migrate {
-                pid,
-                src_cpu,
-                dst_cpu,
-                reason,
-                ..
-            } if reason.is_balancer() => {
+            EventKind::Migrate(m) if m.reason.is_balancer() => {
+                let crate::event::MigrateInfo {
+                    pid,
+                    src_cpu,
+                    dst_cpu,
+                    reason,
+                    ..
+                } = &**m;
                 let within = |rec: Option<Pending>, window: u64| {
                     rec.filter(|&(ts, _)| e.ts_ns >= ts && e.ts_ns - ts <= window)
                         .map(|(_, r)| r)

@@ -58,7 +58,7 @@ fn migrate(ts: u64, pid: Pid, reason: Reason) -> Event {
     Event {
         ts_ns: ts,
         cpu: 0,
-        kind: EventKind::Migrate {
+        kind: EventKind::Migrate(Box::new(crate::event::MigrateInfo {
             pid,
             src_cpu: 1,
             dst_cpu: 0,
@@ -66,7 +66,7 @@ fn migrate(ts: u64, pid: Pid, reason: Reason) -> Event {
             source: ReasonSource::Stack,
             stack_id: None,
             ctx: MigrateContext::default(),
-        },
+        })),
     }
 }
 
@@ -75,10 +75,10 @@ fn nr(ts: u64, cpu: u32, n: u32) -> Event {
         ts_ns: ts,
         cpu,
         kind: EventKind::NrRunning {
-            rq_cpu: cpu,
+            rq_cpu: cpu as u16,
             nr_running: n,
-            util_est: None,
-            cfs_h_nr_running: None,
+            util_est: crate::event::OptU32::NONE,
+            cfs_h_nr_running: crate::event::OptU32::NONE,
         },
     }
 }
@@ -143,11 +143,8 @@ fn rt_call(ts: u64, cpu: u32, func: crate::event::RtFunc, rq_cpu: u32, len_ns: u
 fn moved(ts: u64, cpu: u32, pid: Pid, src: u32, dst: u32, reason: Reason) -> Event {
     let mut e = migrate(ts, pid, reason);
     e.cpu = cpu;
-    if let EventKind::Migrate {
-        src_cpu, dst_cpu, ..
-    } = &mut e.kind
-    {
-        (*src_cpu, *dst_cpu) = (src, dst);
+    if let EventKind::Migrate(m) = &mut e.kind {
+        (m.src_cpu, m.dst_cpu) = (src, dst);
     }
     e
 }
@@ -276,8 +273,8 @@ fn without_detach_task_the_search_into_the_destination_pairs() {
     };
     let to = |ts: u64, pid: Pid, dst: u32, reason: Reason| {
         let mut e = migrate(ts, pid, reason);
-        if let EventKind::Migrate { dst_cpu, .. } = &mut e.kind {
-            *dst_cpu = dst;
+        if let EventKind::Migrate(m) = &mut e.kind {
+            m.dst_cpu = dst;
         }
         e
     };

@@ -7,11 +7,11 @@ fn cgroup(ts: u64, pid: Pid, id: u64, path: Option<&str>) -> Event {
     ev(
         ts,
         0,
-        EventKind::Cgroup {
+        EventKind::Cgroup(Box::new(crate::event::CgroupInfo {
             pid,
             id,
             path: path.map(str::to_string),
-        },
+        })),
     )
 }
 

@@ -112,11 +112,11 @@ fn context_classified_and_unknown_stacks() {
     let stack = ev(
         0,
         0,
-        EventKind::Stack {
+        EventKind::Stack(Box::new(crate::event::StackInfo {
             id: 42,
             reason: Reason::Unknown,
             frames,
-        },
+        })),
     );
     let s = one(
         topo3(),

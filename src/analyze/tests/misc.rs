@@ -89,8 +89,8 @@ fn out_of_order_timestamps_do_not_panic() {
             EventKind::NrRunning {
                 rq_cpu: 9_999,
                 nr_running: 1,
-                util_est: None,
-                cfs_h_nr_running: None,
+                util_est: crate::event::OptU32::NONE,
+                cfs_h_nr_running: crate::event::OptU32::NONE,
             },
         ),
         switch(0, 4_000_000, 0, 1, 5),
@@ -320,20 +320,20 @@ fn cpu_table_at_interval_end() {
                 EventKind::NrRunning {
                     rq_cpu: 0,
                     nr_running: 2,
-                    util_est: None,
-                    cfs_h_nr_running: None,
+                    util_est: crate::event::OptU32::NONE,
+                    cfs_h_nr_running: crate::event::OptU32::NONE,
                 },
             ),
             ev(
                 1,
                 0,
-                EventKind::Pelt {
+                EventKind::Pelt(Box::new(crate::event::PeltInfo {
                     rq_cpu: 0,
                     load_avg: 1,
                     runnable_avg: 2,
                     util_avg: 300,
                     util_est: None,
-                },
+                })),
             ),
             ev(
                 1,

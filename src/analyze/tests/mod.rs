@@ -66,7 +66,7 @@ pub fn migrate_full(
     ev(
         ts,
         dst_cpu,
-        EventKind::Migrate {
+        EventKind::Migrate(Box::new(crate::event::MigrateInfo {
             pid,
             src_cpu,
             dst_cpu,
@@ -74,7 +74,7 @@ pub fn migrate_full(
             source,
             stack_id,
             ctx: MigrateContext::default(),
-        },
+        })),
     )
 }
 
@@ -82,12 +82,12 @@ pub fn task(ts: u64, pid: Pid, tgid: Pid, comm: &str) -> Event {
     ev(
         ts,
         0,
-        EventKind::Task {
+        EventKind::Task(Box::new(crate::event::TaskInfo {
             pid,
             tgid,
             comm: comm.to_string(),
             exec: false,
-        },
+        })),
     )
 }
 
@@ -112,10 +112,10 @@ pub fn nr(ts: u64, rq_cpu: u32, nr_running: u32) -> Event {
         ts,
         rq_cpu,
         EventKind::NrRunning {
-            rq_cpu,
+            rq_cpu: rq_cpu as u16,
             nr_running,
-            util_est: None,
-            cfs_h_nr_running: None,
+            util_est: crate::event::OptU32::NONE,
+            cfs_h_nr_running: crate::event::OptU32::NONE,
         },
     )
 }

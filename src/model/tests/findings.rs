@@ -161,13 +161,13 @@ fn pelt(ts: u64, cpu: u32, load: u64) -> Event {
     ev(
         ts,
         cpu,
-        EventKind::Pelt {
+        EventKind::Pelt(Box::new(crate::event::PeltInfo {
             rq_cpu: cpu,
             load_avg: load,
             runnable_avg: load,
             util_avg: load.min(1024),
             util_est: None,
-        },
+        })),
     )
 }
 
@@ -355,11 +355,11 @@ fn cgroup(pid: u32, id: u64) -> Event {
     ev(
         0,
         0,
-        EventKind::Cgroup {
+        EventKind::Cgroup(Box::new(crate::event::CgroupInfo {
             pid,
             id,
             path: Some(if id == 1 { "/" } else { "/job" }.into()),
-        },
+        })),
     )
 }
 
@@ -447,13 +447,13 @@ fn balanced_spinners_raise_nothing() {
             evs.push(ev(
                 t * MS,
                 c,
-                EventKind::Pelt {
+                EventKind::Pelt(Box::new(crate::event::PeltInfo {
                     rq_cpu: c,
                     load_avg: 1024,
                     runnable_avg: 1024,
                     util_avg: 1000,
                     util_est: None,
-                },
+                })),
             ));
         }
     }

@@ -23,7 +23,10 @@ fn findings(bytes: &[u8]) -> (Vec<Finding>, BTreeMap<u32, String>) {
     let comms = evs
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Task { pid, comm, .. } => Some((*pid, comm.to_string())),
+            EventKind::Task(ti) => {
+                let crate::event::TaskInfo { pid, comm, .. } = &**ti;
+                Some((*pid, comm.to_string()))
+            }
             _ => None,
         })
         .collect();

@@ -353,13 +353,13 @@ fn util_est_carried_by_nr_running_makes_a_node_overloaded() {
         ev(
             3,
             cpu,
-            EventKind::Pelt {
+            EventKind::Pelt(Box::new(crate::event::PeltInfo {
                 rq_cpu: cpu,
                 load_avg: 20,
                 runnable_avg: runnable,
                 util_avg: util,
                 util_est: None,
-            },
+            })),
         )
     };
     for rules in [ModelRules::V6_1, ModelRules::V6_6Plus] {
@@ -415,10 +415,10 @@ fn util_est_carried_by_nr_running_makes_a_node_overloaded() {
                 4,
                 c,
                 EventKind::NrRunning {
-                    rq_cpu: c,
+                    rq_cpu: c as u16,
                     nr_running: n,
-                    util_est: Some(950),
-                    cfs_h_nr_running: Some(n),
+                    util_est: crate::event::OptU32::some(950),
+                    cfs_h_nr_running: crate::event::OptU32::some(n),
                 },
             ));
         }
@@ -470,8 +470,8 @@ fn cfs_count_carried_by_nr_running_leaves_rt_tasks_out_of_h_nr_running() {
             EventKind::NrRunning {
                 rq_cpu: 1,
                 nr_running,
-                util_est: None,
-                cfs_h_nr_running: Some(cfs),
+                util_est: crate::event::OptU32::NONE,
+                cfs_h_nr_running: crate::event::OptU32::some(cfs),
             },
         )
     };

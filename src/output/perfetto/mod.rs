@@ -147,15 +147,16 @@ impl<W: Write> PerfettoWriter<W> {
                     );
                 }
             }
-            EventKind::Migrate {
-                pid,
-                src_cpu,
-                dst_cpu,
-                reason,
-                source,
-                stack_id,
-                ..
-            } if src_cpu != dst_cpu => {
+            EventKind::Migrate(mi) if mi.src_cpu != mi.dst_cpu => {
+                let crate::event::MigrateInfo {
+                    pid,
+                    src_cpu,
+                    dst_cpu,
+                    reason,
+                    source,
+                    stack_id,
+                    ..
+                } = &**mi;
                 let source = match source {
                     ReasonSource::Stack => "stack",
                     ReasonSource::Context => "context",
@@ -168,11 +169,14 @@ impl<W: Write> PerfettoWriter<W> {
                 rq_cpu, nr_running, ..
             } => {
                 self.tracks
-                    .nr_running(ts, *rq_cpu, *nr_running, &mut self.out);
+                    .nr_running(ts, u32::from(*rq_cpu), *nr_running, &mut self.out);
             }
-            EventKind::Task {
-                pid, tgid, comm, ..
-            } => self.tasks.task(ts, *pid, *tgid, comm, &mut self.out),
+            EventKind::Task(ti) => {
+                let crate::event::TaskInfo {
+                    pid, tgid, comm, ..
+                } = &**ti;
+                self.tasks.task(ts, *pid, *tgid, comm, &mut self.out)
+            }
             EventKind::Exit { pid, .. } => {
                 self.tasks.exit(*pid);
                 self.waking.remove(pid);
@@ -276,7 +280,7 @@ fn changes_waiting(kind: &EventKind) -> bool {
         EventKind::Switch { .. }
             | EventKind::Wakeup { .. }
             | EventKind::WakeupNew { .. }
-            | EventKind::Migrate { .. }
+            | EventKind::Migrate(_)
             | EventKind::Affinity { .. }
             | EventKind::Exit { .. }
     )

@@ -112,12 +112,12 @@ fn task(pid: Pid, tgid: Pid, comm: &str) -> Event {
     ev(
         0,
         0,
-        EventKind::Task {
+        EventKind::Task(Box::new(crate::event::TaskInfo {
             pid,
             tgid,
             comm,
             exec: false,
-        },
+        })),
     )
 }
 
@@ -126,10 +126,10 @@ fn nr(ts: u64, rq_cpu: u32, nr_running: u32) -> Event {
         ts,
         rq_cpu,
         EventKind::NrRunning {
-            rq_cpu,
+            rq_cpu: rq_cpu as u16,
             nr_running,
-            util_est: None,
-            cfs_h_nr_running: None,
+            util_est: crate::event::OptU32::NONE,
+            cfs_h_nr_running: crate::event::OptU32::NONE,
         },
     )
 }
@@ -252,7 +252,7 @@ fn track_events(pkts: &[Msg]) -> TrackEvents {
 }
 
 fn migrate(ts: u64, pid: Pid, src_cpu: u32, dst_cpu: u32, reason: Reason) -> Event {
-    let kind = EventKind::Migrate {
+    let kind = EventKind::Migrate(Box::new(crate::event::MigrateInfo {
         pid,
         src_cpu,
         dst_cpu,
@@ -260,7 +260,7 @@ fn migrate(ts: u64, pid: Pid, src_cpu: u32, dst_cpu: u32, reason: Reason) -> Eve
         source: ReasonSource::Stack,
         stack_id: Some(4),
         ctx: MigrateContext::default(),
-    };
+    }));
     ev(ts, dst_cpu, kind)
 }
 

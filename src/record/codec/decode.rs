@@ -3,6 +3,11 @@
 
 use super::*;
 
+/// A run queue's CPU, which an event holds in 16 bits.
+fn rq_cpu(v: u32) -> Res<u16> {
+    u16::try_from(v).or_else(|_| bad(format!("run queue CPU {v} is out of range")))
+}
+
 /// A cursor over a raw payload.
 struct Cur<'a> {
     b: &'a [u8],
@@ -146,7 +151,7 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
                 waking: f & 32 != 0,
                 policy: c.u32()?,
             };
-            EventKind::Migrate {
+            EventKind::Migrate(Box::new(crate::event::MigrateInfo {
                 pid,
                 src_cpu,
                 dst_cpu,
@@ -154,7 +159,7 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
                 source,
                 stack_id,
                 ctx,
-            }
+            }))
         }
         K_STACK => {
             let id = c.u32()?;
@@ -168,28 +173,35 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
             for _ in 0..n {
                 frames.push(c.string()?);
             }
-            EventKind::Stack { id, reason, frames }
+            EventKind::Stack(Box::new(crate::event::StackInfo { id, reason, frames }))
         }
         K_NR_RUNNING => EventKind::NrRunning {
-            rq_cpu: c.u32()?,
+            rq_cpu: rq_cpu(c.u32()?)?,
             nr_running: c.u32()?,
-            util_est: None,
-            cfs_h_nr_running: None,
+            util_est: OptU32::NONE,
+            cfs_h_nr_running: OptU32::NONE,
         },
         K_NR_RUNNING_CFS => {
-            let (rq_cpu, nr_running) = (c.u32()?, c.u32()?);
+            let (rq_cpu, nr_running) = (rq_cpu(c.u32()?)?, c.u32()?);
             let f = c.byte()?;
             if f & !3 != 0 || f == 0 {
                 return bad(format!("bad nr_running field flags {f:#x}"));
             }
+            // util_est is an unsigned int in the kernel: a larger value is kept at the most
+            // the event holds.
+            let util_est = if f & 1 != 0 {
+                Some(u32::try_from(c.varint()?).unwrap_or(u32::MAX))
+            } else {
+                None
+            };
             EventKind::NrRunning {
                 rq_cpu,
                 nr_running,
-                util_est: if f & 1 != 0 { Some(c.varint()?) } else { None },
-                cfs_h_nr_running: if f & 2 != 0 { Some(c.u32()?) } else { None },
+                util_est: OptU32::new(util_est),
+                cfs_h_nr_running: OptU32::new(if f & 2 != 0 { Some(c.u32()?) } else { None }),
             }
         }
-        K_PELT | K_PELT_EST => EventKind::Pelt {
+        K_PELT | K_PELT_EST => EventKind::Pelt(Box::new(crate::event::PeltInfo {
             rq_cpu: c.u32()?,
             load_avg: c.varint()?,
             runnable_avg: c.varint()?,
@@ -199,7 +211,7 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
             } else {
                 None
             },
-        },
+        })),
         K_CAPACITY => EventKind::Capacity {
             rq_cpu: c.u32()?,
             capacity: c.varint()?,
@@ -214,7 +226,7 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
                 idle: f & 2 != 0,
             }
         }
-        K_NUMA => EventKind::Numa {
+        K_NUMA => EventKind::Numa(Box::new(crate::event::NumaInfo {
             op: match c.byte()? {
                 0 => NumaOp::Move,
                 1 => NumaOp::Swap,
@@ -225,18 +237,18 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
             src_cpu: c.i32()?,
             dst_pid: c.u32()?,
             dst_cpu: c.i32()?,
-        },
-        K_TASK => EventKind::Task {
+        })),
+        K_TASK => EventKind::Task(Box::new(crate::event::TaskInfo {
             pid: c.u32()?,
             tgid: c.u32()?,
             comm: c.string()?,
             exec: c.flag()?,
-        },
-        K_CGROUP => EventKind::Cgroup {
+        })),
+        K_CGROUP => EventKind::Cgroup(Box::new(crate::event::CgroupInfo {
             pid: c.u32()?,
             id: c.varint()?,
             path: Some(c.string()?).filter(|p| !p.is_empty()),
-        },
+        })),
         K_AFFINITY => {
             let pid = c.u32()?;
             let n = c.varint()?;

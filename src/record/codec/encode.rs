@@ -11,21 +11,21 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
         EventKind::Waking { .. } => K_WAKING,
         EventKind::Wakeup { .. } => K_WAKEUP,
         EventKind::WakeupNew { .. } => K_WAKEUP_NEW,
-        EventKind::Migrate { .. } => K_MIGRATE,
-        EventKind::Stack { .. } => K_STACK,
+        EventKind::Migrate(_) => K_MIGRATE,
+        EventKind::Stack(_) => K_STACK,
         EventKind::NrRunning {
-            util_est: None,
-            cfs_h_nr_running: None,
+            util_est,
+            cfs_h_nr_running,
             ..
-        } => K_NR_RUNNING,
+        } if util_est.is_none() && cfs_h_nr_running.is_none() => K_NR_RUNNING,
         EventKind::NrRunning { .. } => K_NR_RUNNING_CFS,
-        EventKind::Pelt { util_est: None, .. } => K_PELT,
-        EventKind::Pelt { .. } => K_PELT_EST,
+        EventKind::Pelt(p) if p.util_est.is_none() => K_PELT,
+        EventKind::Pelt(_) => K_PELT_EST,
         EventKind::Capacity { .. } => K_CAPACITY,
         EventKind::BalanceSoftirq { .. } => K_BALANCE_SOFTIRQ,
-        EventKind::Numa { .. } => K_NUMA,
-        EventKind::Task { .. } => K_TASK,
-        EventKind::Cgroup { .. } => K_CGROUP,
+        EventKind::Numa(_) => K_NUMA,
+        EventKind::Task(_) => K_TASK,
+        EventKind::Cgroup(_) => K_CGROUP,
         EventKind::Fold(_) => K_FOLD,
         EventKind::Affinity { .. } => K_AFFINITY,
         EventKind::Exit { .. } => K_EXIT,
@@ -68,15 +68,16 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
             v(out, *tgid);
             v(out, *target_cpu);
         }
-        EventKind::Migrate {
-            pid,
-            src_cpu,
-            dst_cpu,
-            reason,
-            source,
-            stack_id,
-            ctx,
-        } => {
+        EventKind::Migrate(mi) => {
+            let crate::event::MigrateInfo {
+                pid,
+                src_cpu,
+                dst_cpu,
+                reason,
+                source,
+                stack_id,
+                ctx,
+            } = &**mi;
             v(out, *pid);
             v(out, *src_cpu);
             v(out, *dst_cpu);
@@ -90,7 +91,8 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
             out.push(ctx_flags(ctx));
             v(out, ctx.policy);
         }
-        EventKind::Stack { id, reason, frames } => {
+        EventKind::Stack(si) => {
+            let crate::event::StackInfo { id, reason, frames } = &**si;
             v(out, *id);
             out.push(reason_code(*reason));
             put_varint(out, frames.len() as u64);
@@ -104,25 +106,27 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
             util_est,
             cfs_h_nr_running,
         } => {
-            v(out, *rq_cpu);
+            v(out, u32::from(*rq_cpu));
             v(out, *nr_running);
+            let (util_est, cfs_h_nr_running) = (util_est.get(), cfs_h_nr_running.get());
             if util_est.is_some() || cfs_h_nr_running.is_some() {
                 out.push(u8::from(util_est.is_some()) | u8::from(cfs_h_nr_running.is_some()) << 1);
                 if let Some(e) = util_est {
-                    put_varint(out, *e);
+                    v(out, e);
                 }
                 if let Some(h) = cfs_h_nr_running {
-                    v(out, *h);
+                    v(out, h);
                 }
             }
         }
-        EventKind::Pelt {
-            rq_cpu,
-            load_avg,
-            runnable_avg,
-            util_avg,
-            util_est,
-        } => {
+        EventKind::Pelt(pi) => {
+            let crate::event::PeltInfo {
+                rq_cpu,
+                load_avg,
+                runnable_avg,
+                util_avg,
+                util_est,
+            } = &**pi;
             v(out, *rq_cpu);
             put_varint(out, *load_avg);
             put_varint(out, *runnable_avg);
@@ -138,31 +142,34 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
         EventKind::BalanceSoftirq { entry, idle } => {
             out.push(u8::from(*entry) | u8::from(*idle) << 1);
         }
-        EventKind::Numa {
-            op,
-            pid,
-            src_cpu,
-            dst_pid,
-            dst_cpu,
-        } => {
+        EventKind::Numa(ni) => {
+            let crate::event::NumaInfo {
+                op,
+                pid,
+                src_cpu,
+                dst_pid,
+                dst_cpu,
+            } = &**ni;
             out.push(numa_code(*op));
             v(out, *pid);
             put_varint(out, zigzag(i64::from(*src_cpu)));
             v(out, *dst_pid);
             put_varint(out, zigzag(i64::from(*dst_cpu)));
         }
-        EventKind::Task {
-            pid,
-            tgid,
-            comm,
-            exec,
-        } => {
+        EventKind::Task(ti) => {
+            let crate::event::TaskInfo {
+                pid,
+                tgid,
+                comm,
+                exec,
+            } = &**ti;
             v(out, *pid);
             v(out, *tgid);
             put_str(out, comm);
             out.push(u8::from(*exec));
         }
-        EventKind::Cgroup { pid, id, path } => {
+        EventKind::Cgroup(ci) => {
+            let crate::event::CgroupInfo { pid, id, path } = &**ci;
             v(out, *pid);
             put_varint(out, *id);
             put_str(out, path.as_deref().unwrap_or(""));

@@ -98,16 +98,16 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
     evs.push(ev(
         t,
         0,
-        EventKind::Stack {
+        EventKind::Stack(Box::new(crate::event::StackInfo {
             id: 1,
             reason: Reason::Wakeup,
             frames: frames(&["set_task_cpu", "try_to_wake_up", "wake_up_q", "futex_wake"]),
-        },
+        })),
     ));
     evs.push(ev(
         t,
         0,
-        EventKind::Stack {
+        EventKind::Stack(Box::new(crate::event::StackInfo {
             id: 2,
             reason: Reason::NewidleBalance,
             frames: frames(&[
@@ -118,17 +118,17 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
                 "pick_next_task_fair",
                 "__schedule",
             ]),
-        },
+        })),
     ));
     evs.push(ev(
         t,
         3,
-        EventKind::Task {
+        EventKind::Task(Box::new(crate::event::TaskInfo {
             pid: 2000,
             tgid: 2000,
             comm: "hackbench".into(),
             exec: true,
-        },
+        })),
     ));
     let all = CpuSet::first_n(NR_CPUS as usize);
     let mut task_cpu = vec![0u32; pids.len()];
@@ -147,12 +147,12 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
         evs.push(ev(
             t + 500,
             3,
-            EventKind::Task {
+            EventKind::Task(Box::new(crate::event::TaskInfo {
                 pid: p,
                 tgid: 2000,
                 comm: "hackbench".into(),
                 exec: false,
-            },
+            })),
         ));
     }
     evs.push(ev(
@@ -196,10 +196,10 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
                 t + 200,
                 c,
                 EventKind::NrRunning {
-                    rq_cpu: c,
+                    rq_cpu: c as u16,
                     nr_running: nr[c as usize],
-                    util_est: None,
-                    cfs_h_nr_running: None,
+                    util_est: crate::event::OptU32::NONE,
+                    cfs_h_nr_running: crate::event::OptU32::NONE,
                 },
             ));
             continue;
@@ -223,7 +223,7 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
             evs.push(ev(
                 t + 1_500,
                 waker,
-                EventKind::Migrate {
+                EventKind::Migrate(Box::new(crate::event::MigrateInfo {
                     pid: pids[i],
                     src_cpu: prev,
                     dst_cpu: target,
@@ -231,7 +231,7 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
                     source: ReasonSource::Stack,
                     stack_id: Some(1),
                     ctx: MigrateContext::default(),
-                },
+                })),
             ));
             task_cpu[i] = target;
         }
@@ -248,10 +248,10 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
             t + 2_100,
             waker,
             EventKind::NrRunning {
-                rq_cpu: target,
+                rq_cpu: target as u16,
                 nr_running: nr[target as usize],
-                util_est: None,
-                cfs_h_nr_running: None,
+                util_est: crate::event::OptU32::NONE,
+                cfs_h_nr_running: crate::event::OptU32::NONE,
             },
         ));
         let lat = 5_000 + rng.below(2_000_000);
@@ -279,7 +279,7 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
                 evs.push(ev(
                     t + lat + 100,
                     c,
-                    EventKind::Migrate {
+                    EventKind::Migrate(Box::new(crate::event::MigrateInfo {
                         pid: pids[j],
                         src_cpu: task_cpu[j],
                         dst_cpu: c,
@@ -294,7 +294,7 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
                             current_idle: true,
                             ..MigrateContext::default()
                         },
-                    },
+                    })),
                 ));
                 task_cpu[j] = c;
             }
@@ -305,13 +305,13 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
             evs.push(ev(
                 t + 3_000,
                 c,
-                EventKind::Pelt {
+                EventKind::Pelt(Box::new(crate::event::PeltInfo {
                     rq_cpu: c,
                     load_avg: u * 2,
                     runnable_avg: u + 40,
                     util_avg: u,
                     util_est: None,
-                },
+                })),
             ));
         }
         if rng.below(8) == 0 {
@@ -336,30 +336,30 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
     evs.push(ev(
         t,
         9,
-        EventKind::Numa {
+        EventKind::Numa(Box::new(crate::event::NumaInfo {
             op: NumaOp::Swap,
             pid: 2003,
             src_cpu: 2,
             dst_pid: 2007,
             dst_cpu: 9,
-        },
+        })),
     ));
     evs.push(ev(
         t + 10,
         9,
-        EventKind::Numa {
+        EventKind::Numa(Box::new(crate::event::NumaInfo {
             op: NumaOp::Move,
             pid: 2004,
             src_cpu: 1,
             dst_pid: 0,
             dst_cpu: 12,
-        },
+        })),
     ));
     evs.push(ev(t + 20, 5, EventKind::Lost { count: 3 }));
     evs.push(ev(
         t + 30,
         7,
-        EventKind::Migrate {
+        EventKind::Migrate(Box::new(crate::event::MigrateInfo {
             pid: 2005,
             src_cpu: 7,
             dst_cpu: 8,
@@ -371,7 +371,7 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
                 policy: 0,
                 ..MigrateContext::default()
             },
-        },
+        })),
     ));
     for &p in &pids[1..] {
         evs.push(ev(t + 100, 4, EventKind::Exit { pid: p, tgid: 2000 }));
@@ -380,7 +380,7 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
     // little late), so the fixture holds negative timestamp deltas.
     evs.sort_by_key(|e| e.ts_ns);
     for k in 1..evs.len() {
-        if matches!(evs[k].kind, EventKind::Pelt { .. }) && evs[k - 1].cpu != evs[k].cpu {
+        if matches!(evs[k].kind, EventKind::Pelt(_)) && evs[k - 1].cpu != evs[k].cpu {
             evs.swap(k - 1, k);
         }
     }

@@ -52,94 +52,94 @@ fn edge_events() -> Vec<Event> {
             tgid: m,
             target_cpu: 1023,
         },
-        EventKind::Stack {
+        EventKind::Stack(Box::new(crate::event::StackInfo {
             id: m,
             reason: Reason::Unknown,
             frames: long_frames,
-        },
-        EventKind::Stack {
+        })),
+        EventKind::Stack(Box::new(crate::event::StackInfo {
             id: 0,
             reason: Reason::Wakeup,
             frames: vec![],
-        },
-        EventKind::Stack {
+        })),
+        EventKind::Stack(Box::new(crate::event::StackInfo {
             id: 7,
             reason: Reason::Exec,
             frames: vec![String::new(), "ünïcødé_✓".into()],
-        },
+        })),
         EventKind::NrRunning {
-            rq_cpu: m,
+            rq_cpu: m as u16,
             nr_running: m,
-            util_est: None,
-            cfs_h_nr_running: None,
+            util_est: crate::event::OptU32::NONE,
+            cfs_h_nr_running: crate::event::OptU32::NONE,
         },
         EventKind::NrRunning {
             rq_cpu: 1,
             nr_running: m,
-            util_est: Some(u64::MAX),
-            cfs_h_nr_running: Some(m),
+            util_est: crate::event::OptU32::some(u32::MAX),
+            cfs_h_nr_running: crate::event::OptU32::some(m),
         },
         EventKind::NrRunning {
             rq_cpu: 2,
             nr_running: 3,
-            util_est: Some(0),
-            cfs_h_nr_running: None,
+            util_est: crate::event::OptU32::some(0),
+            cfs_h_nr_running: crate::event::OptU32::NONE,
         },
         EventKind::NrRunning {
             rq_cpu: 2,
             nr_running: 3,
-            util_est: None,
-            cfs_h_nr_running: Some(2),
+            util_est: crate::event::OptU32::NONE,
+            cfs_h_nr_running: crate::event::OptU32::some(2),
         },
-        EventKind::Pelt {
+        EventKind::Pelt(Box::new(crate::event::PeltInfo {
             rq_cpu: 3,
             load_avg: u64::MAX,
             runnable_avg: 0,
             util_avg: 1 << 63,
             util_est: None,
-        },
-        EventKind::Pelt {
+        })),
+        EventKind::Pelt(Box::new(crate::event::PeltInfo {
             rq_cpu: 5,
             load_avg: 7,
             runnable_avg: 9,
             util_avg: 300,
             util_est: Some(u64::MAX),
-        },
+        })),
         EventKind::Capacity {
             rq_cpu: 0,
             capacity: u64::MAX,
         },
-        EventKind::Numa {
+        EventKind::Numa(Box::new(crate::event::NumaInfo {
             op: NumaOp::Move,
             pid: m,
             src_cpu: i32::MIN,
             dst_pid: 0,
             dst_cpu: i32::MAX,
-        },
-        EventKind::Numa {
+        })),
+        EventKind::Numa(Box::new(crate::event::NumaInfo {
             op: NumaOp::Swap,
             pid: 1,
             src_cpu: -1,
             dst_pid: m,
             dst_cpu: 0,
-        },
-        EventKind::Numa {
+        })),
+        EventKind::Numa(Box::new(crate::event::NumaInfo {
             op: NumaOp::Stick,
             pid: 2,
             src_cpu: 5,
             dst_pid: 3,
             dst_cpu: -1,
-        },
-        EventKind::Cgroup {
+        })),
+        EventKind::Cgroup(Box::new(crate::event::CgroupInfo {
             pid: m,
             id: u64::MAX,
             path: Some("/a/b".into()),
-        },
-        EventKind::Cgroup {
+        })),
+        EventKind::Cgroup(Box::new(crate::event::CgroupInfo {
             pid: 0,
             id: 1,
             path: None,
-        },
+        })),
         EventKind::Fold(Box::default()),
         EventKind::Fold(Box::new(crate::event::Fold {
             by_cpu: vec![(
@@ -154,18 +154,18 @@ fn edge_events() -> Vec<Event> {
             )],
             by_tgid: vec![(0, Default::default()), (7, Default::default())],
         })),
-        EventKind::Task {
+        EventKind::Task(Box::new(crate::event::TaskInfo {
             pid: m,
             tgid: m,
             comm: String::new(),
             exec: true,
-        },
-        EventKind::Task {
+        })),
+        EventKind::Task(Box::new(crate::event::TaskInfo {
             pid: 5,
             tgid: 5,
             comm: "kworker/u64:1-events_unbound".into(),
             exec: false,
-        },
+        })),
         EventKind::Affinity {
             pid: m,
             cpus: Box::new(high),
@@ -260,7 +260,7 @@ fn edge_events() -> Vec<Event> {
         )));
     }
     for (i, reason) in Reason::ALL.iter().enumerate() {
-        kinds.push(EventKind::Migrate {
+        kinds.push(EventKind::Migrate(Box::new(crate::event::MigrateInfo {
             pid: m - i as u32,
             src_cpu: m,
             dst_cpu: i as u32,
@@ -280,7 +280,7 @@ fn edge_events() -> Vec<Event> {
             } else {
                 MigrateContext::default()
             },
-        });
+        })));
     }
     // Timestamps jump both ways, across 0 and u64::MAX.
     let ts = [
@@ -369,10 +369,10 @@ fn stream(n: usize) -> Vec<Event> {
                     next_pid: pid + 1,
                 },
                 _ => EventKind::NrRunning {
-                    rq_cpu: cpu,
+                    rq_cpu: cpu as u16,
                     nr_running: (x % 5) as u32,
-                    util_est: None,
-                    cfs_h_nr_running: None,
+                    util_est: crate::event::OptU32::NONE,
+                    cfs_h_nr_running: crate::event::OptU32::NONE,
                 },
             };
             Event {

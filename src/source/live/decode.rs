@@ -7,7 +7,7 @@ use super::skel::types as t;
 use crate::cpuset::CpuSet;
 use crate::event::{
     Balance, BalanceCall, BalanceOrigin, CpuIdleType, Event, EventKind, MigrateContext,
-    MigrationType, NumaOp, Reason, ReasonSource, RtCall, RtFunc,
+    MigrationType, NumaOp, OptU32, PeltInfo, Reason, ReasonSource, RtCall, RtFunc,
 };
 use crate::idhash::IdMap;
 use crate::reason::{classify_frames, Resolver, StackClass};
@@ -153,18 +153,21 @@ impl Decoder {
                 None => None,
             },
             t::lbs_kind::LBS_NR_RUNNING => read::<t::lbs_rq>(data).map(|r| EventKind::NrRunning {
-                rq_cpu: r.rq_cpu,
+                // CPU numbers stay far below 2^16 (NR_CPUS is at most 8192).
+                rq_cpu: u16::try_from(r.rq_cpu).unwrap_or(u16::MAX),
                 nr_running: r.v0 as u32,
-                util_est: (r.v1 & UTIL_EST_SENT != 0).then_some(r.v1 & 0xffff_ffff),
-                cfs_h_nr_running: (r.v2 & UTIL_EST_SENT != 0).then_some(r.v2 as u32),
+                util_est: OptU32::new((r.v1 & UTIL_EST_SENT != 0).then_some(r.v1 as u32)),
+                cfs_h_nr_running: OptU32::new((r.v2 & UTIL_EST_SENT != 0).then_some(r.v2 as u32)),
             }),
             // v2: util_avg in the low 32 bits, util_est in the high ones.
-            t::lbs_kind::LBS_PELT => read::<t::lbs_rq>(data).map(|r| EventKind::Pelt {
-                rq_cpu: r.rq_cpu,
-                load_avg: r.v0,
-                runnable_avg: r.v1,
-                util_avg: r.v2 & 0xffff_ffff,
-                util_est: Some(r.v2 >> 32),
+            t::lbs_kind::LBS_PELT => read::<t::lbs_rq>(data).map(|r| {
+                EventKind::Pelt(Box::new(PeltInfo {
+                    rq_cpu: r.rq_cpu,
+                    load_avg: r.v0,
+                    runnable_avg: r.v1,
+                    util_avg: r.v2 & 0xffff_ffff,
+                    util_est: Some(r.v2 >> 32),
+                }))
             }),
             t::lbs_kind::LBS_CAPACITY => read::<t::lbs_rq>(data).map(|r| EventKind::Capacity {
                 rq_cpu: r.rq_cpu,
@@ -191,22 +194,22 @@ impl Decoder {
                         op == NumaOp::Swap,
                     );
                 }
-                Some(EventKind::Numa {
+                Some(EventKind::Numa(Box::new(crate::event::NumaInfo {
                     op,
                     pid: r.pid,
                     src_cpu: r.src_cpu,
                     dst_pid: r.dst_pid,
                     dst_cpu: r.dst_cpu,
-                })
+                })))
             }),
             t::lbs_kind::LBS_TASK => match read::<t::lbs_task>(data) {
                 Some(r) => {
-                    let task = EventKind::Task {
+                    let task = EventKind::Task(Box::new(crate::event::TaskInfo {
                         pid: r.pid,
                         tgid: r.tgid,
                         comm: comm_str(&r.comm),
                         exec: h.flags & 1 != 0,
-                    };
+                    }));
                     out.push(Event {
                         ts_ns,
                         cpu,
@@ -216,11 +219,11 @@ impl Decoder {
                         out.push(Event {
                             ts_ns,
                             cpu,
-                            kind: EventKind::Cgroup {
+                            kind: EventKind::Cgroup(Box::new(crate::event::CgroupInfo {
                                 pid: r.pid,
                                 id: r.cgroup,
                                 path: self.cgroups.name(r.cgroup),
-                            },
+                            })),
                         });
                     }
                     return;
@@ -344,11 +347,11 @@ impl Decoder {
                     out.push(Event {
                         ts_ns,
                         cpu,
-                        kind: EventKind::Stack {
+                        kind: EventKind::Stack(Box::new(crate::event::StackInfo {
                             id,
                             reason: class.nominal(),
                             frames,
-                        },
+                        })),
                     });
                     class
                 }),
@@ -373,7 +376,7 @@ impl Decoder {
         out.push(Event {
             ts_ns,
             cpu,
-            kind: EventKind::Migrate {
+            kind: EventKind::Migrate(Box::new(crate::event::MigrateInfo {
                 pid: r.pid,
                 src_cpu: r.src_cpu,
                 dst_cpu: r.dst_cpu,
@@ -381,7 +384,7 @@ impl Decoder {
                 source,
                 stack_id,
                 ctx,
-            },
+            })),
         });
     }
 }
@@ -512,8 +515,8 @@ mod tests {
                     EventKind::NrRunning {
                         rq_cpu: 0,
                         nr_running: 3,
-                        util_est: None,
-                        cfs_h_nr_running: None
+                        util_est: crate::event::OptU32::NONE,
+                        cfs_h_nr_running: crate::event::OptU32::NONE
                     }
                 )
             ]
@@ -555,15 +558,11 @@ mod tests {
         d.decode(&bytes(&rec), &|_| panic!("stack fetched twice"), &mut out);
         assert_eq!(out.len(), 3, "{out:?}");
         assert!(
-            matches!(&out[0].kind, EventKind::Stack { id: 3, reason: Reason::NewidleBalance, frames } if frames.len() == 3)
+            matches!(&out[0].kind, EventKind::Stack(s) if s.id == 3 && s.reason == Reason::NewidleBalance && s.frames.len() == 3)
         );
         assert!(matches!(
-            out[2].kind,
-            EventKind::Migrate {
-                reason: Reason::NewidleBalance,
-                stack_id: Some(3),
-                ..
-            }
+            &out[2].kind,
+            EventKind::Migrate(m) if m.reason == Reason::NewidleBalance && m.stack_id == Some(3)
         ));
     }
 
@@ -603,30 +602,24 @@ mod tests {
         let kinds: Vec<_> = out.iter().map(|e| &e.kind).collect();
         assert_eq!(kinds.len(), 5, "{kinds:?}");
         assert!(
-            matches!(kinds[0], EventKind::Stack { id, reason: Reason::NohzIdleBalance, frames }
-            if *id == INLINE_STACK_IDS && frames.len() == 3)
+            matches!(kinds[0], EventKind::Stack(s) if s.id == INLINE_STACK_IDS
+                && s.reason == Reason::NohzIdleBalance && s.frames.len() == 3)
         );
         for k in [kinds[1], kinds[2]] {
             assert!(
-                matches!(k, EventKind::Migrate {
-                reason: Reason::NohzIdleBalance,
-                source: ReasonSource::Stack,
-                stack_id: Some(id),
-                ..
-            } if *id == INLINE_STACK_IDS),
+                matches!(k, EventKind::Migrate(m) if m.reason == Reason::NohzIdleBalance
+                    && m.source == ReasonSource::Stack
+                    && m.stack_id == Some(INLINE_STACK_IDS)),
                 "{k:?}"
             );
         }
         assert!(
-            matches!(kinds[3], EventKind::Stack { id, reason: Reason::NewidleBalance, .. }
-            if *id == INLINE_STACK_IDS + 1)
+            matches!(kinds[3], EventKind::Stack(s) if s.id == INLINE_STACK_IDS + 1
+                && s.reason == Reason::NewidleBalance)
         );
         assert!(matches!(
             kinds[4],
-            EventKind::Migrate {
-                reason: Reason::NewidleBalance,
-                ..
-            }
+            EventKind::Migrate(m) if m.reason == Reason::NewidleBalance
         ));
         // A record flagged inline but cut short is malformed, not misread.
         d.decode(&nohz[..nohz.len() - 8], &never, &mut out);
@@ -648,12 +641,9 @@ mod tests {
         };
         d.decode(&bytes(&rec), &|_| None, &mut out);
         assert!(matches!(
-            out[0].kind,
-            EventKind::Migrate {
-                reason: Reason::PeriodicBalance,
-                source: ReasonSource::Context,
-                ..
-            }
+            &out[0].kind,
+            EventKind::Migrate(m) if m.reason == Reason::PeriodicBalance
+                && m.source == ReasonSource::Context
         ));
     }
 
@@ -678,13 +668,8 @@ mod tests {
         d.decode(&bytes(&rec), &|_| panic!("no stack to fetch"), &mut out);
         let got: Vec<_> = out
             .iter()
-            .map(|e| match e.kind {
-                EventKind::Migrate {
-                    reason,
-                    source,
-                    stack_id,
-                    ..
-                } => (reason, source, stack_id),
+            .map(|e| match &e.kind {
+                EventKind::Migrate(mi) => (mi.reason, mi.source, mi.stack_id),
                 ref k => panic!("{k:?}"),
             })
             .collect();

@@ -159,7 +159,7 @@ fn a_finding_trigger_dumps_the_second_before_it_with_the_finding_in_its_report()
         // Names come back although most tasks were announced before the ring's start.
         assert!(
             evs.iter()
-                .filter(|e| matches!(e.kind, crate::event::EventKind::Task { .. }))
+                .filter(|e| matches!(e.kind, crate::event::EventKind::Task(_)))
                 .count()
                 > 5,
             "{name}: the prologue names the tasks"
