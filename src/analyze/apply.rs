@@ -46,16 +46,9 @@ impl Analyzer {
                     self.refresh_queued(rq_cpu);
                 }
             }
-            EventKind::Pelt(pi) => {
-                let crate::event::PeltInfo {
-                    rq_cpu,
-                    load_avg,
-                    runnable_avg,
-                    util_avg,
-                    util_est,
-                } = &**pi;
+            EventKind::Pelt(p) => {
                 self.model
-                    .pelt(*rq_cpu, *load_avg, *runnable_avg, *util_avg, *util_est);
+                    .pelt(p.rq_cpu, p.load_avg, p.runnable_avg, p.util_avg, p.util_est);
             }
             // Waking precedes placement and changes nothing here; the model marks the
             // wakeup's target (not idle while it is on its way). Clock never reaches this
@@ -153,10 +146,7 @@ impl Analyzer {
                     self.start_wait(*pid, *dst_cpu);
                 }
             }
-            EventKind::Stack(si) => {
-                let crate::event::StackInfo { id, frames, .. } = &**si;
-                self.migrations.describe_stack(*id, frames)
-            }
+            EventKind::Stack(s) => self.migrations.describe_stack(s.id, &s.frames),
             // The model keeps the capacity in the one per-CPU table.
             EventKind::Capacity { .. } => {}
             EventKind::Task(ti) => {
@@ -175,10 +165,7 @@ impl Analyzer {
                 }
             }
             EventKind::Affinity { pid, cpus } => self.on_affinity(*pid, cpus),
-            EventKind::Cgroup(ci) => {
-                let crate::event::CgroupInfo { pid, id, path } = &**ci;
-                self.on_cgroup(*pid, *id, path.as_deref())
-            }
+            EventKind::Cgroup(c) => self.on_cgroup(c.pid, c.id, c.path.as_deref()),
             EventKind::Exit { pid, tgid } => {
                 self.thread_names.remove(tgid);
                 self.stop_wait(*pid);

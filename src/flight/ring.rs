@@ -55,17 +55,14 @@ impl State {
             EventKind::Fold(f) if self.folded.is_none() && f.by_cpu.is_empty() => {
                 self.folded = Some(keep);
             }
-            EventKind::Stack(si) => {
-                let crate::event::StackInfo { id, .. } = &**si;
-                self.stacks.insert(*id, keep);
+            EventKind::Stack(s) => {
+                self.stacks.insert(s.id, keep);
             }
-            EventKind::Task(ti) => {
-                let crate::event::TaskInfo { pid, .. } = &**ti;
-                self.tasks.insert(*pid, keep);
+            EventKind::Task(t) => {
+                self.tasks.insert(t.pid, keep);
             }
-            EventKind::Cgroup(ci) => {
-                let crate::event::CgroupInfo { pid, .. } = &**ci;
-                self.cgroups.insert(*pid, keep);
+            EventKind::Cgroup(c) => {
+                self.cgroups.insert(c.pid, keep);
             }
             EventKind::Affinity { pid, .. } => {
                 self.affinity.insert(*pid, keep);
@@ -81,9 +78,8 @@ impl State {
             EventKind::NrRunning { rq_cpu, .. } => {
                 self.nr_running.insert(u32::from(*rq_cpu), keep);
             }
-            EventKind::Pelt(pi) => {
-                let crate::event::PeltInfo { rq_cpu, .. } = &**pi;
-                self.pelt.insert(*rq_cpu, keep);
+            EventKind::Pelt(p) => {
+                self.pelt.insert(p.rq_cpu, keep);
             }
             _ => {}
         }
@@ -311,10 +307,7 @@ mod tests {
         let names: Vec<String> = p
             .iter()
             .filter_map(|e| match &e.kind {
-                EventKind::Task(ti) => {
-                    let crate::event::TaskInfo { comm, .. } = &**ti;
-                    Some(comm.clone())
-                }
+                EventKind::Task(t) => Some(t.comm.clone()),
                 _ => None,
             })
             .collect();

@@ -380,15 +380,8 @@ impl<X: TaskExt> Model<X> {
                     cfs_h_nr_running.get(),
                 );
             }
-            EventKind::Pelt(pi) => {
-                let crate::event::PeltInfo {
-                    rq_cpu,
-                    load_avg,
-                    runnable_avg,
-                    util_avg,
-                    util_est,
-                } = &**pi;
-                self.pelt(*rq_cpu, *load_avg, *runnable_avg, *util_avg, *util_est)
+            EventKind::Pelt(p) => {
+                self.pelt(p.rq_cpu, p.load_avg, p.runnable_avg, p.util_avg, p.util_est)
             }
             _ => self.push_other(ev),
         }
@@ -531,22 +524,18 @@ impl<X: TaskExt> Model<X> {
                     c.capacity = Some(*capacity);
                 }
             }
-            EventKind::Task(ti) => {
-                let crate::event::TaskInfo {
-                    pid, tgid, comm, ..
-                } = &**ti;
+            EventKind::Task(t) => {
                 // The per-CPU stopper threads are named by the kernel (cpu_stop_threads).
-                if comm.starts_with("migration/") {
-                    self.stoppers.insert(*pid);
+                if t.comm.starts_with("migration/") {
+                    self.stoppers.insert(t.pid);
                 }
-                self.tasks.identify(*pid, *tgid)
+                self.tasks.identify(t.pid, t.tgid)
             }
             EventKind::Affinity { pid, cpus } => self.tasks.set_allowed(*pid, cpus),
-            EventKind::Cgroup(ci) => {
-                let crate::event::CgroupInfo { pid, id, path } = &**ci;
-                self.tasks.set_cgroup(*pid, *id);
-                if let Some(p) = path {
-                    self.spread.name_cgroup(*id, p);
+            EventKind::Cgroup(c) => {
+                self.tasks.set_cgroup(c.pid, c.id);
+                if let Some(p) = &c.path {
+                    self.spread.name_cgroup(c.id, p);
                 }
             }
             EventKind::Exit { pid, .. } => {
