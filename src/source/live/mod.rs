@@ -720,6 +720,9 @@ const ABANDON: u8 = 2;
 /// Sends `msg`, waiting for room while the consumer reads; gives up when the consumer is
 /// gone or the source is abandoned. Returns whether it was sent.
 fn send(tx: &SyncSender<SourceMsg>, mut msg: SourceMsg, stop: &AtomicU8) -> bool {
+    // Waits of 1 ms doubling up to 16 ms: a consumer that pumps every quarter second (the
+    // TUI's loop) costs a few wakeups, not one a millisecond.
+    let mut wait = Duration::from_millis(1);
     loop {
         match tx.try_send(msg) {
             Ok(()) => return true,
@@ -729,7 +732,8 @@ fn send(tx: &SyncSender<SourceMsg>, mut msg: SourceMsg, stop: &AtomicU8) -> bool
                     return false;
                 }
                 msg = m;
-                std::thread::sleep(Duration::from_millis(1));
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(Duration::from_millis(16));
             }
         }
     }
