@@ -34,16 +34,10 @@ impl Analyzer {
                 util_est,
                 cfs_h_nr_running,
             } => {
-                let rq_cpu = u32::from(*rq_cpu);
-                self.model.nr_running(rq_cpu, *nr_running);
-                self.model.cfs_state(
-                    rq_cpu,
-                    *nr_running,
-                    util_est.get().map(u64::from),
-                    cfs_h_nr_running.get(),
-                );
+                self.model
+                    .run_queue(*rq_cpu, *nr_running, *util_est, *cfs_h_nr_running);
                 if self.folded {
-                    self.refresh_queued(rq_cpu);
+                    self.refresh_queued(u32::from(*rq_cpu));
                 }
             }
             EventKind::Pelt(p) => {
@@ -98,52 +92,42 @@ impl Analyzer {
                 }
             }
             EventKind::Migrate(mi) => {
-                let crate::event::MigrateInfo {
-                    pid,
-                    src_cpu,
-                    dst_cpu,
-                    reason,
-                    source,
-                    stack_id,
-                    ..
-                } = &**mi;
+                let (pid, src_cpu, dst_cpu, reason) = (mi.pid, mi.src_cpu, mi.dst_cpu, mi.reason);
                 if src_cpu == dst_cpu {
                     return;
                 }
                 // One search of the level crossed, for the model and for the counts.
-                let level = self
-                    .topo
-                    .crossed_level(*src_cpu as usize, *dst_cpu as usize);
-                if *pid != 0 {
+                let level = self.topo.crossed_level(src_cpu as usize, dst_cpu as usize);
+                if pid != 0 {
                     self.model
-                        .migrated(ts, *pid, *src_cpu, *dst_cpu, *reason, level);
+                        .migrated(ts, pid, src_cpu, dst_cpu, reason, level);
                 }
-                let how = (*reason, *source == ReasonSource::Context, *stack_id);
-                let counted = self.count_migration(*pid, *src_cpu, *dst_cpu, level, how);
-                self.run_counters.migration(ts, *reason, level);
+                let how = (reason, mi.source == ReasonSource::Context, mi.stack_id);
+                let counted = self.count_migration(pid, src_cpu, dst_cpu, level, how);
+                self.run_counters.migration(ts, reason, level);
                 // One lookup of its entry: its count in the interval, its cgroup, and whether
                 // it waits.
                 let exited = &self.exited;
                 // An exiting task moved after its entry went (and came back empty): its
                 // cgroup as the task filter still knows it.
-                let exited_cgroup = || exited.get(pid).and_then(|(who, _)| who.cgroup);
-                let (waiting, cgroup) = match self.model.tasks_mut().ext_mut(*pid) {
+                let exited_cgroup = || exited.get(&pid).and_then(|(who, _)| who.cgroup);
+                let (waiting, cgroup) = match self.model.tasks_mut().ext_mut(pid) {
                     Some(t) => {
                         t.migrations += u32::from(counted);
                         (t.wait.is_some(), t.cgroup.or_else(exited_cgroup))
                     }
                     None => {
                         if counted {
-                            self.per_task.count_unlisted(*pid);
+                            self.per_task.count_unlisted(pid);
                         }
                         (false, exited_cgroup())
                     }
                 };
                 if let (true, Some(cg)) = (counted, cgroup) {
-                    self.cgroups.moved(cg, *reason);
+                    self.cgroups.moved(cg, reason);
                 }
-                if *pid != 0 && waiting {
-                    self.start_wait(*pid, *dst_cpu);
+                if pid != 0 && waiting {
+                    self.start_wait(pid, dst_cpu);
                 }
             }
             EventKind::Stack(s) => self.migrations.describe_stack(s.id, &s.frames),

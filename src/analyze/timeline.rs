@@ -325,23 +325,16 @@ impl Timeline {
             }
             EventKind::NrRunning { rq_cpu, .. } => self.update(u32::from(*rq_cpu), t, a),
             EventKind::Migrate(mi) => {
-                let crate::event::MigrateInfo {
-                    pid,
-                    src_cpu,
-                    dst_cpu,
-                    reason,
-                    ..
-                } = &**mi;
-                self.update(*src_cpu, t, a);
-                self.update(*dst_cpu, t, a);
-                if src_cpu != dst_cpu {
+                self.update(mi.src_cpu, t, a);
+                self.update(mi.dst_cpu, t, a);
+                if mi.src_cpu != mi.dst_cpu {
                     self.mark(
                         ts,
                         MarkKind::Migrate {
-                            pid: *pid,
-                            src: *src_cpu,
-                            dst: *dst_cpu,
-                            reason: *reason,
+                            pid: mi.pid,
+                            src: mi.src_cpu,
+                            dst: mi.dst_cpu,
+                            reason: mi.reason,
                         },
                     );
                 }

@@ -38,7 +38,7 @@ pub use findings::{Finding, FindingKind, FindingLog};
 pub use stats::{GroupStats, GroupType, MigrationType, ModelRules};
 
 use crate::cpuset::CpuSet;
-use crate::event::{CpuIdleType, Event, EventKind, Pid};
+use crate::event::{CpuIdleType, Event, EventKind, OptU32, Pid};
 use crate::idhash::IdSet;
 use crate::topology::{IndexedTopology, LevelKind, Topology};
 use domains::{DomainTable, ModelDomain};
@@ -370,16 +370,7 @@ impl<X: TaskExt> Model<X> {
                 nr_running,
                 util_est,
                 cfs_h_nr_running,
-            } => {
-                let rq_cpu = u32::from(*rq_cpu);
-                self.nr_running(rq_cpu, *nr_running);
-                self.cfs_state(
-                    rq_cpu,
-                    *nr_running,
-                    util_est.get().map(u64::from),
-                    cfs_h_nr_running.get(),
-                );
-            }
+            } => self.run_queue(*rq_cpu, *nr_running, *util_est, *cfs_h_nr_running),
             EventKind::Pelt(p) => {
                 self.pelt(p.rq_cpu, p.load_avg, p.runnable_avg, p.util_avg, p.util_est)
             }
@@ -447,14 +438,31 @@ impl<X: TaskExt> Model<X> {
         }
     }
 
-    /// An `NrRunning` of `rq_cpu`.
+    /// An `NrRunning` of `rq_cpu`: its run queue's length, and what the record carries of its
+    /// root cfs_rq (nothing when it does not): util_est, the newest figure until the next
+    /// `Pelt` or `NrRunning` of that CPU; and the CFS task count, which tells the other
+    /// classes' tasks among `nr_running` until the next `NrRunning` (every enqueue and
+    /// dequeue, of any class, changes nr_running).
     #[inline]
-    pub fn nr_running(&mut self, rq_cpu: u32, nr_running: u32) {
-        if let Some(c) = self.cpu_mut(rq_cpu) {
+    pub fn run_queue(
+        &mut self,
+        rq_cpu: u16,
+        nr_running: u32,
+        util_est: OptU32,
+        cfs_h_nr_running: OptU32,
+    ) {
+        let cpu = u32::from(rq_cpu);
+        if let Some(c) = self.cpu_mut(cpu) {
             c.nr_running = Some(nr_running);
             c.pending_in = 0;
+            if let Some(e) = util_est.get() {
+                c.util_est = u64::from(e);
+            }
+            if let Some(h) = cfs_h_nr_running.get() {
+                c.not_cfs = Some(nr_running.saturating_sub(h));
+            }
         }
-        self.refresh_idle(rq_cpu);
+        self.refresh_idle(cpu);
     }
 
     /// A `Pelt` of `rq_cpu`.
@@ -473,29 +481,6 @@ impl<X: TaskExt> Model<X> {
             c.util = util;
             c.pelt_seen = true;
             c.util_est = util_est.unwrap_or(0);
-        }
-    }
-
-    /// What an `NrRunning` of `rq_cpu` carries of its root cfs_rq (nothing when it does not):
-    /// util_est, the newest figure until the next `Pelt` or `NrRunning` of that CPU; and the
-    /// CFS task count, which tells the other classes' tasks among `nr_running` until the next
-    /// `NrRunning` (every enqueue and dequeue, of any class, changes nr_running).
-    #[inline]
-    pub fn cfs_state(
-        &mut self,
-        rq_cpu: u32,
-        nr_running: u32,
-        util_est: Option<u64>,
-        cfs_h_nr_running: Option<u32>,
-    ) {
-        let Some(c) = self.cpu_mut(rq_cpu) else {
-            return;
-        };
-        if let Some(e) = util_est {
-            c.util_est = e;
-        }
-        if let Some(h) = cfs_h_nr_running {
-            c.not_cfs = Some(nr_running.saturating_sub(h));
         }
     }
 

@@ -148,22 +148,13 @@ impl<W: Write> PerfettoWriter<W> {
                 }
             }
             EventKind::Migrate(mi) if mi.src_cpu != mi.dst_cpu => {
-                let crate::event::MigrateInfo {
-                    pid,
-                    src_cpu,
-                    dst_cpu,
-                    reason,
-                    source,
-                    stack_id,
-                    ..
-                } = &**mi;
-                let source = match source {
+                let source = match mi.source {
                     ReasonSource::Stack => "stack",
                     ReasonSource::Context => "context",
                     ReasonSource::TaskState => "task_state",
                 };
-                let m = (*pid, *src_cpu, *dst_cpu);
-                self.migration(ts, m, *reason, source, *stack_id);
+                let m = (mi.pid, mi.src_cpu, mi.dst_cpu);
+                self.migration(ts, m, mi.reason, source, mi.stack_id);
             }
             EventKind::NrRunning {
                 rq_cpu, nr_running, ..
@@ -171,12 +162,9 @@ impl<W: Write> PerfettoWriter<W> {
                 self.tracks
                     .nr_running(ts, u32::from(*rq_cpu), *nr_running, &mut self.out);
             }
-            EventKind::Task(ti) => {
-                let crate::event::TaskInfo {
-                    pid, tgid, comm, ..
-                } = &**ti;
-                self.tasks.task(ts, *pid, *tgid, comm, &mut self.out)
-            }
+            EventKind::Task(ti) => self
+                .tasks
+                .task(ts, ti.pid, ti.tgid, &ti.comm, &mut self.out),
             EventKind::Exit { pid, .. } => {
                 self.tasks.exit(*pid);
                 self.waking.remove(pid);
