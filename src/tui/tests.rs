@@ -647,3 +647,26 @@ fn a_four_node_lab_recording_shows_each_node_as_a_numa_group() {
         has(&scr, &class);
     }
 }
+
+/// A recording's metadata is never cut at the screen's edge: at 80 columns the probes go on
+/// a line of their own (the demo's say which of its 19 balancer hooks attached), and on a
+/// wide screen they share the topology's line.
+#[test]
+fn replay_metadata_breaks_lines_instead_of_cutting_them() {
+    let (app, _) = replay_app("examples/demo.lbs", View::Overview);
+    let SourceInfo::Replay(r) = &app.source else {
+        panic!("a replay app");
+    };
+    let probes = format!("probes: {}", r.probes);
+    let topology = format!("topology {}", r.topology);
+    assert!(
+        topology.len() + 2 + probes.len() > 80,
+        "the demo's line is wider than 80 columns: {topology}  {probes}"
+    );
+    let narrow = render(&app, 80, 24);
+    let rows: Vec<&str> = narrow.lines().map(str::trim_end).collect();
+    assert!(rows.contains(&topology.as_str()), "{narrow}");
+    assert!(rows.contains(&probes.as_str()), "{narrow}");
+    let wide = render(&app, 160, 40);
+    has(&wide, &format!("{topology}  {probes}"));
+}

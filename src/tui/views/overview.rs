@@ -19,7 +19,7 @@ const CELL: u16 = 18;
 /// Draws the overview.
 pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     let Some(s) = app.current() else {
-        let mut lines = meta_lines(app);
+        let mut lines = meta_lines(app, area.width);
         lines.insert(0, Line::raw("collecting the first interval..."));
         if app.ended {
             waiting(f, area, app);
@@ -101,7 +101,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
             ),
         ]));
     }
-    lines.extend(meta_lines(app));
+    lines.extend(meta_lines(app, area.width));
     let head = lines.len() as u16;
     let snaps = app.window_snaps();
     let chart = history::chart(app.series, &app.topo, &snaps);
@@ -123,22 +123,49 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     cpu_grid(f, grid, app, pal);
 }
 
-/// The probe mode (live) or the recording's metadata (replay).
-fn meta_lines(app: &App) -> Vec<Line<'static>> {
-    match &app.source {
-        SourceInfo::Live { probe_mode } => vec![Line::raw(format!(
-            "probes: {probe_mode}  |  {} CPUs",
-            app.topo.online.len()
-        ))],
+/// The probe mode (live) or the recording's metadata (replay), `width` columns wide: parts
+/// that would be cut at the edge go on lines of their own.
+fn meta_lines(app: &App, width: u16) -> Vec<Line<'static>> {
+    let parts = match &app.source {
+        SourceInfo::Live { probe_mode } => vec![
+            format!("probes: {probe_mode}"),
+            format!("{} CPUs", app.topo.online.len()),
+        ],
         SourceInfo::Replay(r) => vec![
-            Line::raw(format!(
+            format!(
                 "recording: host {}  kernel {}  {}",
                 r.hostname, r.kernel, r.date
-            )),
-            Line::raw(format!("topology {}  probes: {}", r.topology, r.probes)),
+            ),
+            format!("topology {}", r.topology),
+            format!("probes: {}", r.probes),
         ],
         SourceInfo::Diff => Vec::new(),
+    };
+    let sep = match app.source {
+        SourceInfo::Live { .. } => "  |  ",
+        _ => "  ",
+    };
+    // The recording's line stands alone; the others join while they fit.
+    let (alone, rest) = match app.source {
+        SourceInfo::Replay(_) => parts.split_at(1),
+        _ => parts.split_at(0),
+    };
+    let mut lines: Vec<String> = alone.to_vec();
+    let mut cur = String::new();
+    for p in rest {
+        let joined = cur.chars().count() + sep.len() + p.chars().count();
+        if cur.is_empty() {
+            cur = p.clone();
+        } else if joined <= usize::from(width) {
+            cur = format!("{cur}{sep}{p}");
+        } else {
+            lines.push(std::mem::replace(&mut cur, p.clone()));
+        }
     }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    lines.into_iter().map(Line::raw).collect()
 }
 
 fn cpu_grid(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
