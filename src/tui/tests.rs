@@ -670,3 +670,33 @@ fn replay_metadata_breaks_lines_instead_of_cutting_them() {
     let wide = render(&app, 160, 40);
     has(&wide, &format!("{topology}  {probes}"));
 }
+
+/// At 80 columns a finding's row keeps its kind and place columns as narrow as the
+/// interval's own, so its sentence starts where they end, and a sentence cut at the edge
+/// says so with `…`; at 256 columns it is whole.
+#[test]
+fn findings_rows_fit_the_width_and_mark_a_cut() {
+    let (mut app, _) = replay_app("examples/demo.lbs", View::Findings);
+    let s = app.current().unwrap().clone();
+    let mut all = state::findings(&s).unwrap_or_default();
+    all.extend(state::measured_signals(&app.topo, &s));
+    let first = all
+        .first()
+        .expect("the demo's first interval has a finding");
+    let kw = all.iter().map(|r| r.kind.len()).max().unwrap();
+    let pw = all.iter().map(|r| r.place.len()).max().unwrap();
+    let row = format!(
+        "{:<kw$}  {:<pw$}  {}",
+        first.kind, first.place, first.summary
+    );
+    assert!(
+        row.len() > 80,
+        "the demo's first finding is wider than 80: {row}"
+    );
+    let narrow = render(&app, 80, 24);
+    let cut: String = row.chars().take(79).collect();
+    has(&narrow, &format!("{cut}…"));
+    has(&render(&app, 256, 40), &row);
+    app.handle(Action::Enter);
+    has(&render(&app, 80, 24), "evidence:");
+}

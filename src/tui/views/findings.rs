@@ -55,8 +55,23 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     };
     let h = (list_area.height as usize).saturating_sub(lines.len());
     let start = scroll_start(sel, h, rows.len());
+    // Columns as wide as the interval's widest kind and place: the sentence gets the rest,
+    // and one cut at the edge ends in `…` (Enter shows it whole).
+    let kw = rows
+        .iter()
+        .map(|r| r.kind.chars().count())
+        .max()
+        .unwrap_or(0);
+    let pw = rows
+        .iter()
+        .map(|r| r.place.chars().count())
+        .max()
+        .unwrap_or(0);
     for (i, r) in rows.iter().enumerate().skip(start).take(h) {
-        let t = format!("{:<24} {:<22} {}", r.kind, r.place, r.summary);
+        let t = fit(
+            format!("{:<kw$}  {:<pw$}  {}", r.kind, r.place, r.summary),
+            list_area.width,
+        );
         lines.push(if i == sel {
             Line::styled(t, pal.selected())
         } else {
@@ -78,4 +93,15 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
             ev,
         );
     }
+}
+
+/// `t` cut to `width` columns, its last one `…` when anything was cut.
+fn fit(t: String, width: u16) -> String {
+    let width = usize::from(width);
+    if t.chars().count() <= width || width == 0 {
+        return t;
+    }
+    let mut cut: String = t.chars().take(width - 1).collect();
+    cut.push('…');
+    cut
 }
