@@ -33,7 +33,7 @@ fn stretch_name(kind: &str) -> &'static str {
     match kind {
         "missed_pull" => "idle stretch",
         "ping_pong" => "round trip",
-        "busy_wakeup" | "harmful_migration" => "the event",
+        "busy_wakeup" | "harmful_migration" => "event",
         _ => "interval",
     }
 }
@@ -71,7 +71,7 @@ pub fn lines(tl: Option<&Timeline>, e: &Explain, (a, b): (u64, u64), base: u64) 
     let f = &e.finding;
     let (from, to) = f.span_ns;
     let mut v = vec![format!(
-        "found at t={} s; {} t={}-{} s ({:.1} ms); t is seconds from the first interval's start",
+        "found at t={} s; the {} t={}-{} s ({:.1} ms); t is seconds from the first interval's start",
         rel(to, base),
         stretch_name(&f.kind),
         rel(from, base),

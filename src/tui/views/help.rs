@@ -6,7 +6,7 @@ use crate::tui::keymap::{KEYS, TIMELINE_KEYS};
 use crate::tui::term::Palette;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 const VIEWS: &[(&str, &str)] = &[
@@ -33,25 +33,52 @@ const VIEWS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Columns before a description: two of margin and the key's 18.
+const INDENT: usize = 20;
+
+/// One key or view and its description, the description wrapped at word boundaries to
+/// `width` columns under its own column (never cut at the screen's edge).
+fn entry(k: &str, what: &str, width: u16, key_style: ratatui::style::Style) -> Vec<Line<'static>> {
+    // The last column stays free: a line that fills it cannot be told from one cut there.
+    let room = usize::from(width).saturating_sub(INDENT + 1).max(20);
+    let mut rows: Vec<String> = vec![String::new()];
+    for word in what.split(' ') {
+        let last = rows.last_mut().expect("one row at least");
+        if last.is_empty() {
+            last.push_str(word);
+        } else if last.chars().count() + 1 + word.chars().count() <= room {
+            last.push(' ');
+            last.push_str(word);
+        } else {
+            rows.push(word.to_string());
+        }
+    }
+    rows.into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let head = if i == 0 {
+                format!("  {k:<18}")
+            } else {
+                " ".repeat(INDENT)
+            };
+            Line::from(vec![Span::styled(head, key_style), Span::raw(r)])
+        })
+        .collect()
+}
+
 /// Draws the help view.
 pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     let mut lines = vec![Line::styled("keys", pal.title())];
     for (k, what) in KEYS {
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {k:<18}"), pal.title()),
-            Span::raw(*what),
-        ]));
+        lines.extend(entry(k, what, area.width, pal.title()));
     }
     lines.push(Line::styled("views", pal.title()));
     for (v, what) in VIEWS {
-        lines.push(Line::raw(format!("  {v:<18}{what}")));
+        lines.extend(entry(v, what, area.width, ratatui::style::Style::default()));
     }
     lines.push(Line::styled("timeline keys", pal.title()));
     for (k, what) in TIMELINE_KEYS {
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {k:<18}"), pal.title()),
-            Span::raw(*what),
-        ]));
+        lines.extend(entry(k, what, area.width, pal.title()));
     }
     lines.push(Line::styled(
         "timeline cells (a cell sums up its span: the most waiting at any instant, else the time running)",
@@ -62,7 +89,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     }
     let skip = app.scroll.min(lines.len().saturating_sub(1));
     f.render_widget(
-        Paragraph::new(lines.into_iter().skip(skip).collect::<Vec<_>>()),
+        Paragraph::new(lines.into_iter().skip(skip).collect::<Vec<_>>()).wrap(Wrap { trim: false }),
         area,
     );
 }
