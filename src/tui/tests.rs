@@ -298,6 +298,18 @@ fn latency_lists_cgroups_after_processes_with_their_own_figures() {
         &scr,
         &format!("max {}  n={}", us(c.latency.max), c.latency.count),
     );
+    // Every figure whole at 80 columns too, none past the pane's edge.
+    let narrow = render(&app, 80, 24);
+    has(&narrow, &format!("p99 {}", us(c.latency.p99)));
+    has(
+        &narrow,
+        &format!(
+            "p99.9 {}  max {}  n={}",
+            us(c.latency.p999),
+            us(c.latency.max),
+            c.latency.count
+        ),
+    );
     // Its row in the list, with its sample count.
     assert!(
         scr.lines().any(|l| l.contains(&format!("cg {}", c.path))

@@ -429,3 +429,59 @@ fn views_lines(app: &App, e: &super::timeline::Explain, base: u64) -> Vec<String
     let (end, cell) = views::explain_window(e, 100);
     views::explain_lines(app.timeline.as_ref(), e, (end - 100 * cell, end), base)
 }
+
+/// The header and the cursor line wrap at their spaces instead of running past the screen's
+/// edge: at 80 columns the header (no balancer decisions in this story) and a cursor line
+/// naming the pull take two lines each, whole or with the cut marked, and the grid keeps
+/// its rows; at 132 columns each is one line.
+#[test]
+fn header_and_cursor_line_wrap_at_80_columns() {
+    // Two more moves in the cell of the periodic pull of task 12 at 7 ms: the cursor line
+    // names all three.
+    let mut events = story(1);
+    let at = events.iter().position(|e| e.ts_ns == T0 + 7 * MS).unwrap() + 1;
+    events.insert(
+        at,
+        migrate(T0 + 7 * MS + 20_000, 31, 0, 1, Reason::ActiveBalance),
+    );
+    events.insert(
+        at,
+        migrate(T0 + 7 * MS + 10_000, 30, 0, 1, Reason::NewidleBalance),
+    );
+    let mut app = app_of(Topology::synthetic_flat(2), &events);
+    app.tl.zoom = ZOOMS_NS.iter().position(|&z| z == 100_000).unwrap();
+    app.tl.at_ns = Some(T0 + 7 * MS);
+    let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        let all = scr.join("\n");
+        let flat = words(&all);
+        assert!(flat.contains("(no balancer decisions recorded)"), "{all}");
+        let head: Vec<&String> = scr
+            .iter()
+            .skip(2)
+            .take_while(|l| !l.starts_with("cpu "))
+            .collect();
+        let at = scr
+            .iter()
+            .position(|l| l.starts_with("cursor t="))
+            .expect(&all);
+        let cursor: Vec<&String> = scr[at..]
+            .iter()
+            .take_while(|l| !l.starts_with('·') && !l.starts_with("cell:"))
+            .collect();
+        assert!(flat.contains("12 0>1 periodic_balance"), "{all}");
+        assert_eq!(cursor.len(), if w < 100 { 2 } else { 1 }, "{all}");
+        for l in head.iter().chain(&cursor) {
+            let l = l.trim_end();
+            assert!(
+                l.chars().count() < usize::from(w) || l.ends_with('…'),
+                "'{l}' reaches the edge at {w} columns:\n{all}"
+            );
+        }
+        assert_eq!(head.len(), if w < 100 { 2 } else { 1 }, "{all}");
+        // Both CPUs' rows are on screen.
+        assert!(scr.iter().any(|l| l.starts_with("cpu 0 ")), "{all}");
+        assert!(scr.iter().any(|l| l.starts_with("cpu 1 ")), "{all}");
+    }
+}

@@ -68,9 +68,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
         .max()
         .unwrap_or(0);
     for (i, r) in rows.iter().enumerate().skip(start).take(h) {
-        let t = fit(
-            format!("{:<kw$}  {:<pw$}  {}", r.kind, r.place, r.summary),
-            list_area.width,
+        let t = super::fit(
+            &format!("{:<kw$}  {:<pw$}  {}", r.kind, r.place, r.summary),
+            usize::from(list_area.width),
         );
         lines.push(if i == sel {
             Line::styled(t, pal.selected())
@@ -93,15 +93,4 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
             ev,
         );
     }
-}
-
-/// `t` cut to `width` columns, its last one `…` when anything was cut.
-fn fit(t: String, width: u16) -> String {
-    let width = usize::from(width);
-    if t.chars().count() <= width || width == 0 {
-        return t;
-    }
-    let mut cut: String = t.chars().take(width - 1).collect();
-    cut.push('…');
-    cut
 }

@@ -41,18 +41,7 @@ const INDENT: usize = 20;
 fn entry(k: &str, what: &str, width: u16, key_style: ratatui::style::Style) -> Vec<Line<'static>> {
     // The last column stays free: a line that fills it cannot be told from one cut there.
     let room = usize::from(width).saturating_sub(INDENT + 1).max(20);
-    let mut rows: Vec<String> = vec![String::new()];
-    for word in what.split(' ') {
-        let last = rows.last_mut().expect("one row at least");
-        if last.is_empty() {
-            last.push_str(word);
-        } else if last.chars().count() + 1 + word.chars().count() <= room {
-            last.push(' ');
-            last.push_str(word);
-        } else {
-            rows.push(word.to_string());
-        }
-    }
+    let rows = super::wrap_words(what, room, usize::MAX);
     rows.into_iter()
         .enumerate()
         .map(|(i, r)| {

@@ -89,14 +89,19 @@ fn slot_range(i: usize) -> (u64, u64) {
 fn histogram(f: &mut Frame, area: Rect, name: &str, l: &LatencySummary, pal: Palette) {
     let mut lines = vec![
         Line::styled(format!(" {name}: run-queue latency"), pal.title()),
+        // Two lines of three figures: the histogram's pane is about 50 columns at 80.
         Line::raw(format!(
-            " p50 {}  p90 {}  p99 {}  p99.9 {}",
+            " p50 {}  p90 {}  p99 {}",
             us(l.p50),
             us(l.p90),
             us(l.p99),
-            us(l.p999),
         )),
-        Line::raw(format!(" max {}  n={}", us(l.max), l.count)),
+        Line::raw(format!(
+            " p99.9 {}  max {}  n={}",
+            us(l.p999),
+            us(l.max),
+            l.count
+        )),
     ];
     let first = l.log2_buckets.iter().position(|&c| c > 0);
     let Some(first) = first else {

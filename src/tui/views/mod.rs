@@ -256,10 +256,68 @@ pub fn time_of_day(mono_ns: u64, clock_base_ns: i64) -> String {
     format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
 }
 
+/// `text` cut to `width` columns, its last one `…` when anything was cut.
+pub fn fit(text: &str, width: usize) -> String {
+    if width == 0 || text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(width - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// `text` broken at its spaces into lines of at most `width` columns (a word wider than
+/// that alone on its line, cut), at most `max` lines, the last cut with `…` if text is left.
+pub fn wrap_words(text: &str, width: usize, max: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines: Vec<String> = vec![String::new()];
+    for word in text.split(' ') {
+        let last = lines.last_mut().expect("one line at least");
+        let len = last.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > width {
+            lines.push(word.to_string());
+        } else {
+            if len > 0 {
+                last.push(' ');
+            }
+            last.push_str(word);
+        }
+    }
+    let max = max.max(1);
+    if lines.len() > max {
+        // What is left no longer fits one line (it was broken), so `fit` marks the cut.
+        let rest = lines.split_off(max - 1).join(" ");
+        lines.push(rest);
+    }
+    lines.iter().map(|l| fit(l, width)).collect()
+}
+
 /// The first row to show so that `sel` is visible in `height` rows.
 pub fn scroll_start(sel: usize, height: usize, len: usize) -> usize {
     if height == 0 || len <= height {
         return 0;
     }
     sel.saturating_sub(height - 1).min(len - height)
+}
+
+#[cfg(test)]
+mod wrap_tests {
+    use super::{fit, wrap_words};
+
+    /// Lines break at spaces and never pass the width; a word wider than a line is cut with
+    /// `…`; past `max` lines the last one ends in `…`; nothing is lost below `max`.
+    #[test]
+    fn words_wrap_within_width_and_cuts_are_marked() {
+        assert_eq!(wrap_words("a bb ccc dddd", 6, 9), ["a bb", "ccc", "dddd"]);
+        assert_eq!(wrap_words("a bb ccc dddd", 6, 2), ["a bb", "ccc d…"]);
+        assert_eq!(wrap_words("abcdefgh ij", 4, 9), ["abc…", "ij"]);
+        assert_eq!(wrap_words("", 4, 2), [""]);
+        assert_eq!(fit("abcdef", 6), "abcdef");
+        assert_eq!(fit("abcdefg", 6), "abcde…");
+        for w in 1..12 {
+            for l in wrap_words("the quick brown fox jumps over the lazy dog", w, 3) {
+                assert!(l.chars().count() <= w, "'{l}' wider than {w}");
+            }
+        }
+    }
 }

@@ -238,9 +238,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     } else {
         vec![SHORT_LEGEND]
     };
-    let grid_h = (area.height as usize).saturating_sub(3 + legend.len());
+    let width = usize::from(area.width);
     let sel = ui.row.min(rows.len().saturating_sub(1));
-    let first = super::scroll_start(sel, grid_h, rows.len());
+    // The header and the cursor line wrap at their spaces rather than run past the edge
+    // (the cursor line on two lines at most, its cut marked): the grid takes what is left.
+    let cursor = rows.get(sel).map_or_else(Vec::new, |r| {
+        let line = cursor_line(tl, r, end_ns - cell_ns, end_ns, base);
+        super::wrap_words(&line, width, 2)
+    });
     let fold = match ui.fold {
         Fold::Auto => match rows.first() {
             Some(r) if r.group => "auto: folded, enter expands",
@@ -248,8 +253,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
         },
         f => f.name(),
     };
-    let mut lines = vec![Line::styled(
-        format!(
+    let header = |grid_h: usize| {
+        let first = super::scroll_start(sel, grid_h, rows.len());
+        let text = format!(
             "cell {}  t={}..{} s  fold {fold}  rows {}-{} of {}{}",
             cell_text(cell_ns),
             rel_ms(start_ns, base),
@@ -262,9 +268,20 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
             } else {
                 "  (no balancer decisions recorded)"
             }
-        ),
-        pal.title(),
-    )];
+        );
+        (first, super::wrap_words(&text, width, 2))
+    };
+    let fixed = 1 + cursor.len() + legend.len();
+    let mut grid_h = (area.height as usize).saturating_sub(fixed + 1);
+    let (mut first, mut head) = header(grid_h);
+    if head.len() > 1 {
+        grid_h = (area.height as usize).saturating_sub(fixed + head.len());
+        (first, head) = header(grid_h);
+    }
+    let mut lines: Vec<Line> = head
+        .into_iter()
+        .map(|h| Line::styled(h, pal.title()))
+        .collect();
     let shown = &rows[first..(first + grid_h).min(rows.len())];
     lines.extend(grid_lines(
         tl,
@@ -282,15 +299,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
         format!("{left}{}{right}", " ".repeat(pad)),
         pal.dim(),
     ));
-    if let Some(r) = rows.get(sel) {
-        lines.push(Line::raw(cursor_line(
-            tl,
-            r,
-            end_ns - cell_ns,
-            end_ns,
-            base,
-        )));
-    }
+    lines.extend(cursor.into_iter().map(Line::raw));
     for l in legend {
         lines.push(Line::styled(l.to_string(), pal.dim()));
     }
