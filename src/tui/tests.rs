@@ -721,3 +721,43 @@ fn findings_rows_fit_the_width_and_mark_a_cut() {
     app.handle(Action::Enter);
     has(&render(&app, 80, 24), "evidence:");
 }
+
+/// A comparison's warning wraps under the table's width instead of running past it (whole
+/// while the table keeps five rows in view), and the table's rows stay in view.
+#[test]
+fn diff_warnings_wrap_instead_of_running_past_the_edge() {
+    let (h, a) = golden();
+    let (_, b) = golden();
+    let meta = crate::diff::RunMeta {
+        kernel_release: h.kernel_release.clone(),
+        hostname: h.hostname.clone(),
+        topology_summary: "16 CPUs".into(),
+        nr_cpus: 16,
+    };
+    let ra = crate::diff::RunSummary::from_snapshots(&a, "a.lbs", meta.clone());
+    let rb = crate::diff::RunSummary::from_snapshots(&b, "b.lbs", meta);
+    let mut d = crate::diff::diff(&ra, &rb);
+    let warning = "runs differ in length (3.2 s vs 18.2 s): compare rates and percentiles, \
+                   not totals (samples, lost events)";
+    d.warnings.push(warning.into());
+    let app = App::for_diff(d, h.topology.clone());
+    let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        // From 130 columns the table is a pane of 78 beside the histograms.
+        let pane = if w >= 130 { 78 } else { usize::from(w) };
+        let table: Vec<String> = scr
+            .lines()
+            .map(|l| l.chars().take(pane).collect::<String>())
+            .collect();
+        has(&words(&table.join("\n")), &format!("warning: {warning}"));
+        has(&scr, "runqlat_us p50");
+        for l in &table {
+            let l = l.trim_end();
+            assert!(
+                l.chars().count() < pane || l.ends_with('…') || !l.contains("warning"),
+                "'{l}' reaches the edge of the table at {w} columns:\n{scr}"
+            );
+        }
+    }
+}

@@ -69,28 +69,45 @@ fn num(v: f64) -> String {
 }
 
 fn draw_table(f: &mut Frame, area: Rect, d: &Diff, scroll: usize, pal: Palette) {
-    let mut lines = vec![
-        Line::raw(if crate::output::diff_text::is_multi(d) {
-            format!(
-                "baseline {} runs   new {} runs: means of the runs, Welch's interval over \
-                 runs, histograms pooled",
-                d.sides.baseline.len(),
-                d.sides.new.len()
-            )
-        } else {
-            format!("baseline {}   new {}", d.baseline, d.new)
-        }),
-        Line::styled(
-            format!(
-                "{:<26}{:>10}{:>10}{:>9}  {:<18}",
-                "figure", "baseline", "new", "change", "95% interval"
-            ),
-            pal.title(),
-        ),
-    ];
-    for w in &d.warnings {
-        lines.insert(1, Line::styled(format!("warning: {w}"), pal.warn()));
+    // The runs and the warnings wrap at their spaces (up to three lines each) rather than
+    // run past the edge; the table's rows take what is left.
+    // The last column stays free: a line that fills it cannot be told from one cut there.
+    let width = usize::from(area.width).saturating_sub(1);
+    let head = if crate::output::diff_text::is_multi(d) {
+        format!(
+            "baseline {} runs   new {} runs: means of the runs, Welch's interval over runs, \
+             histograms pooled",
+            d.sides.baseline.len(),
+            d.sides.new.len()
+        )
+    } else {
+        format!("baseline {}   new {}", d.baseline, d.new)
+    };
+    let mut lines: Vec<Line> = super::wrap_words(&head, width, 3)
+        .into_iter()
+        .map(Line::raw)
+        .collect();
+    // Whole warnings while at least five of the table's rows stay in view, else one line
+    // each, their cut marked (`diff` without --tui prints them whole).
+    let warn = |max| -> Vec<String> {
+        d.warnings
+            .iter()
+            .rev()
+            .flat_map(|w| super::wrap_words(&format!("warning: {w}"), width, max))
+            .collect()
+    };
+    let mut warnings = warn(3);
+    if (area.height as usize) < lines.len() + warnings.len() + 1 + 5 {
+        warnings = warn(1);
     }
+    lines.extend(warnings.into_iter().map(|l| Line::styled(l, pal.warn())));
+    lines.push(Line::styled(
+        format!(
+            "{:<26}{:>10}{:>10}{:>9}  {:<18}",
+            "figure", "baseline", "new", "change", "95% interval"
+        ),
+        pal.title(),
+    ));
     let h = (area.height as usize).saturating_sub(lines.len());
     let start = scroll.min(d.rows.len().saturating_sub(h));
     for r in d.rows.iter().skip(start).take(h) {

@@ -253,12 +253,16 @@ pub fn paired_lines(
     let len = |c: &Chart| c.rows.first().map_or(0, |r| r.values.len());
     let n = len(a).max(len(b));
     let k = per_column(n, lay.width);
+    let title = format!("history: {}", a.title);
+    // The note gives way (cut, marked) before the title does, within the screen's width.
+    let room = (lay.label + lay.width + FIGURES).saturating_sub(title.chars().count());
+    let note = super::fit(
+        &format!("  baseline (A) and new (B) from their first interval; {k} per column"),
+        room,
+    );
     let mut out = vec![Line::from(vec![
-        Span::styled(format!("history: {}", a.title), pal.title()),
-        Span::styled(
-            format!("  baseline (A) and new (B) from their first interval; {k} per column"),
-            pal.dim(),
-        ),
+        Span::styled(title, pal.title()),
+        Span::styled(note, pal.dim()),
     ])];
     let pad = |r: &Row| {
         let mut v = r.values.clone();
