@@ -439,8 +439,8 @@ fn help_lists_every_key() {
     assert_eq!(app.view, View::Latency, "? again goes back");
 }
 
-#[test]
-fn diff_view_shows_rows_and_histograms_side_by_side() {
+/// The golden recording compared with itself, as `a.lbs` and `b.lbs`.
+fn golden_diff() -> (crate::record::Header, crate::diff::Diff) {
     let (h, a) = golden();
     let (_, b) = golden();
     let meta = crate::diff::RunMeta {
@@ -452,6 +452,12 @@ fn diff_view_shows_rows_and_histograms_side_by_side() {
     let ra = crate::diff::RunSummary::from_snapshots(&a, "a.lbs", meta.clone());
     let rb = crate::diff::RunSummary::from_snapshots(&b, "b.lbs", meta);
     let d = crate::diff::diff(&ra, &rb);
+    (h, d)
+}
+
+#[test]
+fn diff_view_shows_rows_and_histograms_side_by_side() {
+    let (h, d) = golden_diff();
     let hist = d.histograms.clone();
     let app = App::for_diff(d, h.topology.clone());
     for (w, h) in SIZES {
@@ -726,17 +732,7 @@ fn findings_rows_fit_the_width_and_mark_a_cut() {
 /// while the table keeps five rows in view), and the table's rows stay in view.
 #[test]
 fn diff_warnings_wrap_instead_of_running_past_the_edge() {
-    let (h, a) = golden();
-    let (_, b) = golden();
-    let meta = crate::diff::RunMeta {
-        kernel_release: h.kernel_release.clone(),
-        hostname: h.hostname.clone(),
-        topology_summary: "16 CPUs".into(),
-        nr_cpus: 16,
-    };
-    let ra = crate::diff::RunSummary::from_snapshots(&a, "a.lbs", meta.clone());
-    let rb = crate::diff::RunSummary::from_snapshots(&b, "b.lbs", meta);
-    let mut d = crate::diff::diff(&ra, &rb);
+    let (h, mut d) = golden_diff();
     let warning = "runs differ in length (3.2 s vs 18.2 s): compare rates and percentiles, \
                    not totals (samples, lost events)";
     d.warnings.push(warning.into());
