@@ -757,3 +757,54 @@ fn diff_warnings_wrap_instead_of_running_past_the_edge() {
         }
     }
 }
+
+/// The Overview's migrations line names the busiest reasons, up to five, only as many as fit
+/// whole: at 80 columns five long names do not all fit, and none is cut.
+#[test]
+fn overview_reasons_fit_whole() {
+    let (h, mut snaps) = golden();
+    for (i, r) in [
+        "periodic_balance",
+        "newidle_balance",
+        "active_balance",
+        "numa_balancing",
+        "nohz_balance",
+    ]
+    .iter()
+    .enumerate()
+    {
+        snaps[0]
+            .migrations
+            .by_reason
+            .insert((*r).to_string(), 1000 * (10 - i as u64));
+    }
+    let mut app = App::new(
+        h.topology.clone(),
+        1_000_000_000,
+        SourceInfo::Live {
+            probe_mode: "tracepoints only".into(),
+        },
+        0,
+    );
+    app.push(snaps[0].clone());
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        let line = scr
+            .lines()
+            .find(|l| l.starts_with("migrations/s "))
+            .expect("the migrations line");
+        assert!(line.trim_end().chars().count() < usize::from(w), "{line}");
+        let shown: Vec<&str> = line.trim_end().split("  ").skip(1).map(str::trim).collect();
+        assert!(!shown.is_empty(), "{line}");
+        for part in &shown {
+            let (name, figure) = part.rsplit_once(' ').expect(part);
+            assert!(
+                snaps[0].migrations.by_reason.contains_key(name),
+                "{part} in {line}"
+            );
+            assert!(figure.parse::<f64>().is_ok(), "{part} in {line}");
+        }
+        // The widest screen has room for all five.
+        assert_eq!(shown.len() == 5, w >= 132, "{line}");
+    }
+}

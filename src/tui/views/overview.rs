@@ -37,12 +37,17 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
         .filter(|(_, c)| **c > 0)
         .collect();
     reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    let mut mig = vec![
-        Span::styled("migrations/s ", pal.title()),
-        Span::raw(rate(s.migrations.total, len)),
-    ];
+    let total = rate(s.migrations.total, len);
+    let mut used = "migrations/s ".len() + total.chars().count();
+    let mut mig = vec![Span::styled("migrations/s ", pal.title()), Span::raw(total)];
+    // The busiest reasons, up to five, as many as fit whole (the Migrations view has all).
     for (r, c) in reasons.iter().take(5) {
-        mig.push(Span::raw(format!("  {r} {}", rate(**c, len))));
+        let part = format!("  {r} {}", rate(**c, len));
+        used += part.chars().count();
+        if used >= usize::from(area.width) {
+            break;
+        }
+        mig.push(Span::raw(part));
     }
     lines.push(Line::from(mig));
     let l = &s.runqlat_us;
