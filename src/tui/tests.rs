@@ -808,3 +808,30 @@ fn overview_reasons_fit_whole() {
         assert_eq!(shown.len() == 5, w >= 132, "{line}");
     }
 }
+
+/// A long recording name gives way on the title line: at 80 columns the name is cut with `…`
+/// and the position, interval and clock stay whole; at 132 the name is whole.
+#[test]
+fn title_line_cuts_the_name_not_the_clock() {
+    let (app, _) = replay_app(
+        "tests/fixtures/lab/6.12-2s-smt-numa-mixed.lbs",
+        View::Overview,
+    );
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        let title = scr.lines().next().unwrap().trim_end();
+        assert!(title.chars().count() <= usize::from(w), "{title}");
+        assert!(
+            title.contains("| every 1.0 s |") && title.ends_with(" UTC"),
+            "{title}"
+        );
+        let whole = title.contains("lbscope replay 6.12-2s-smt-numa-mixed.lbs | t ");
+        assert_eq!(whole, w >= 132, "{title}");
+        if !whole {
+            assert!(
+                title.starts_with("lbscope replay 6.12-") && title.contains("… | t "),
+                "{title}"
+            );
+        }
+    }
+}

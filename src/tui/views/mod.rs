@@ -32,7 +32,10 @@ pub fn draw(f: &mut Frame, app: &App, pal: Palette) {
         Constraint::Length(1),
     ])
     .areas(f.area());
-    f.render_widget(Paragraph::new(title_line(app, pal)), top);
+    f.render_widget(
+        Paragraph::new(title_line(app, pal, usize::from(top.width))),
+        top,
+    );
     f.render_widget(Paragraph::new(tab_line(app, pal)), tabs);
     match app.view {
         View::Overview => overview::draw(f, body, app, pal),
@@ -49,15 +52,29 @@ pub fn draw(f: &mut Frame, app: &App, pal: Palette) {
     f.render_widget(Paragraph::new(footer_line(app, pal)), foot);
 }
 
-fn title_line(app: &App, pal: Palette) -> Line<'static> {
+/// The title line, `width` columns at most: a recording's name gives way (cut, marked with
+/// `…`) before the state, position, interval and clock do.
+fn title_line(app: &App, pal: Palette, width: usize) -> Line<'static> {
     let mut s = vec![Span::styled(
         match &app.source {
             SourceInfo::Live { .. } => "lbscope top".to_string(),
-            SourceInfo::Replay(r) => format!("lbscope replay {}", r.name),
+            SourceInfo::Replay(_) => "lbscope replay ".to_string(),
             SourceInfo::Diff => "lbscope diff".to_string(),
         },
         pal.title(),
     )];
+    title_parts(app, pal, &mut s);
+    if let SourceInfo::Replay(r) = &app.source {
+        let used: usize = s.iter().map(|p| p.content.chars().count()).sum();
+        let room = width.saturating_sub(used).max(8);
+        s.insert(1, Span::styled(fit(&r.name, room), pal.title()));
+    }
+    Line::from(s)
+}
+
+/// What follows the title's name: the state, a replay's position, the interval, the filter
+/// and the clock.
+fn title_parts(app: &App, pal: Palette, s: &mut Vec<Span<'static>>) {
     if app.diff.is_none() {
         let behind = match (app.cursor(), &app.source) {
             (Some(c), SourceInfo::Live { .. }) => app.history.len().saturating_sub(c + 1),
@@ -96,7 +113,6 @@ fn title_line(app: &App, pal: Palette) -> Line<'static> {
             )));
         }
     }
-    Line::from(s)
 }
 
 fn tab_line(app: &App, pal: Palette) -> Line<'static> {
