@@ -282,23 +282,30 @@ pub fn fit(text: &str, width: usize) -> String {
     cut
 }
 
+/// `parts` joined by `sep` into lines of at most `width` columns where they fit, each line
+/// starting a new part (a part wider than `width` alone on its line, whole).
+pub fn pack<'a>(parts: impl IntoIterator<Item = &'a str>, sep: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = vec![String::new()];
+    for part in parts {
+        let last = lines.last_mut().expect("one line at least");
+        let len = last.chars().count();
+        if len > 0 && len + sep.chars().count() + part.chars().count() > width {
+            lines.push(part.to_string());
+        } else {
+            if len > 0 {
+                last.push_str(sep);
+            }
+            last.push_str(part);
+        }
+    }
+    lines
+}
+
 /// `text` broken at its spaces into lines of at most `width` columns (a word wider than
 /// that alone on its line, cut), at most `max` lines, the last cut with `…` if text is left.
 pub fn wrap_words(text: &str, width: usize, max: usize) -> Vec<String> {
     let width = width.max(1);
-    let mut lines: Vec<String> = vec![String::new()];
-    for word in text.split(' ') {
-        let last = lines.last_mut().expect("one line at least");
-        let len = last.chars().count();
-        if len > 0 && len + 1 + word.chars().count() > width {
-            lines.push(word.to_string());
-        } else {
-            if len > 0 {
-                last.push(' ');
-            }
-            last.push_str(word);
-        }
-    }
+    let mut lines = pack(text.split(' '), " ", width);
     let max = max.max(1);
     if lines.len() > max {
         // What is left no longer fits one line (it was broken), so `fit` marks the cut.

@@ -151,24 +151,15 @@ fn meta_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         _ => "  ",
     };
     // The recording's line stands alone; the others join while they fit.
-    let (alone, rest) = match app.source {
-        SourceInfo::Replay(_) => parts.split_at(1),
-        _ => parts.split_at(0),
-    };
+    let alone = usize::from(matches!(app.source, SourceInfo::Replay(_)));
+    let (alone, rest) = parts.split_at(alone.min(parts.len()));
     let mut lines: Vec<String> = alone.to_vec();
-    let mut cur = String::new();
-    for p in rest {
-        let joined = cur.chars().count() + sep.len() + p.chars().count();
-        if cur.is_empty() {
-            cur = p.clone();
-        } else if joined <= usize::from(width) {
-            cur = format!("{cur}{sep}{p}");
-        } else {
-            lines.push(std::mem::replace(&mut cur, p.clone()));
-        }
-    }
-    if !cur.is_empty() {
-        lines.push(cur);
+    if !rest.is_empty() {
+        lines.extend(super::pack(
+            rest.iter().map(String::as_str),
+            sep,
+            usize::from(width),
+        ));
     }
     lines.into_iter().map(Line::raw).collect()
 }
