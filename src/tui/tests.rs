@@ -736,6 +736,7 @@ fn diff_warnings_wrap_instead_of_running_past_the_edge() {
     let warning = "runs differ in length (3.2 s vs 18.2 s): compare rates and percentiles, \
                    not totals (samples, lost events)";
     d.warnings.push(warning.into());
+    d.warnings.push("one more warning".into());
     let app = App::for_diff(d, h.topology.clone());
     let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
     for (w, h) in SIZES {
@@ -746,7 +747,17 @@ fn diff_warnings_wrap_instead_of_running_past_the_edge() {
             .lines()
             .map(|l| l.chars().take(pane).collect::<String>())
             .collect();
-        has(&words(&table.join("\n")), &format!("warning: {warning}"));
+        let text = words(&table.join("\n"));
+        has(&text, &format!("warning: {warning}"));
+        // In the order `diff` prints them.
+        let (first, second) = (
+            text.find("warning: runs differ"),
+            text.find("warning: one more"),
+        );
+        assert!(
+            first < second && first.is_some(),
+            "warnings out of order:\n{scr}"
+        );
         has(&scr, "runqlat_us p50");
         for l in &table {
             let l = l.trim_end();

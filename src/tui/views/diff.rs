@@ -88,11 +88,10 @@ fn draw_table(f: &mut Frame, area: Rect, d: &Diff, scroll: usize, pal: Palette) 
         .map(Line::raw)
         .collect();
     // Whole warnings while at least five of the table's rows stay in view, else one line
-    // each, their cut marked (`diff` without --tui prints them whole).
+    // each, their cut marked (`diff` without --tui prints them whole, in this order).
     let warn = |max| -> Vec<String> {
         d.warnings
             .iter()
-            .rev()
             .flat_map(|w| super::wrap_words(&format!("warning: {w}"), width, max))
             .collect()
     };

@@ -51,7 +51,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
         .skip(start)
         .take(h)
         .map(|(i, (name, l))| {
-            let t = format!("{:<20}{:>8}", fit(name, 20), l.count);
+            let t = format!("{:<20}{:>8}", fit_label(name, 20), l.count);
             if i == sel {
                 Line::styled(t, pal.selected())
             } else {
@@ -63,9 +63,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     histogram(f, right, &list[sel].0, list[sel].1, pal);
 }
 
-/// `s` in `n` characters: its head, or for a cgroup (whose leaf says most) "cg …" and the
-/// tail of its path.
-fn fit(s: &str, n: usize) -> String {
+/// A row's label `s` in `n` characters, cut with no marker (unlike `views::fit`): its head,
+/// or for a cgroup (whose leaf says most) "cg …" and the tail of its path.
+fn fit_label(s: &str, n: usize) -> String {
     let len = s.chars().count();
     match s.strip_prefix("cgroup ") {
         Some(path) if len > n => {
