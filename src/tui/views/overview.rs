@@ -131,37 +131,38 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
 /// The probe mode (live) or the recording's metadata (replay), `width` columns wide: parts
 /// that would be cut at the edge go on lines of their own.
 fn meta_lines(app: &App, width: u16) -> Vec<Line<'static>> {
-    let parts = match &app.source {
-        SourceInfo::Live { probe_mode } => vec![
-            format!("probes: {probe_mode}"),
-            format!("{} CPUs", app.topo.online.len()),
-        ],
-        SourceInfo::Replay(r) => vec![
-            format!(
+    // The recording's line stands alone; the other parts join while they fit.
+    let (alone, parts, sep) = match &app.source {
+        SourceInfo::Live { probe_mode } => (
+            None,
+            vec![
+                format!("probes: {probe_mode}"),
+                format!("{} CPUs", app.topo.online.len()),
+            ],
+            "  |  ",
+        ),
+        SourceInfo::Replay(r) => (
+            Some(format!(
                 "recording: host {}  kernel {}  {}",
                 r.hostname, r.kernel, r.date
-            ),
-            format!("topology {}", r.topology),
-            format!("probes: {}", r.probes),
-        ],
-        SourceInfo::Diff => Vec::new(),
+            )),
+            vec![
+                format!("topology {}", r.topology),
+                format!("probes: {}", r.probes),
+            ],
+            "  ",
+        ),
+        SourceInfo::Diff => return Vec::new(),
     };
-    let sep = match app.source {
-        SourceInfo::Live { .. } => "  |  ",
-        _ => "  ",
-    };
-    // The recording's line stands alone; the others join while they fit.
-    let alone = usize::from(matches!(app.source, SourceInfo::Replay(_)));
-    let (alone, rest) = parts.split_at(alone.min(parts.len()));
-    let mut lines: Vec<String> = alone.to_vec();
-    if !rest.is_empty() {
-        lines.extend(super::pack(
-            rest.iter().map(String::as_str),
+    alone
+        .into_iter()
+        .chain(super::pack(
+            parts.iter().map(String::as_str),
             sep,
             usize::from(width),
-        ));
-    }
-    lines.into_iter().map(Line::raw).collect()
+        ))
+        .map(Line::raw)
+        .collect()
 }
 
 fn cpu_grid(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
