@@ -191,7 +191,7 @@ fn row(label: &str, unit: Unit, snaps: &[&Snapshot], f: impl Fn(&Snapshot) -> Op
 
 /// Findings of an interval: every one counted by kind (the list itself is capped).
 pub fn findings_count(s: &Snapshot) -> u64 {
-    s.findings_by_kind.values().sum()
+    crate::tui::state::findings_counted(s).0
 }
 
 /// The worst movable (or pinned) idle-while-others-wait share of a level, percent.

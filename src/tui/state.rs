@@ -199,6 +199,22 @@ pub fn domains(topo: &Topology, snap: Option<&Snapshot>) -> Vec<DomainRow> {
     rows
 }
 
+/// How many findings the interval had (its counts by kind) and how many it lists with their
+/// evidence: the first `--max-findings` (50 by default) in event order.
+pub fn findings_counted(snap: &Snapshot) -> (u64, usize) {
+    let listed = snap.findings.len();
+    let all: u64 = snap.findings_by_kind.values().sum();
+    (all.max(listed as u64), listed)
+}
+
+/// "N", or "N, the first M listed" when the interval had more findings than it lists.
+pub fn findings_text(snap: &Snapshot) -> String {
+    match findings_counted(snap) {
+        (all, listed) if all > listed as u64 => format!("{all}, the first {listed} listed"),
+        (all, _) => all.to_string(),
+    }
+}
+
 /// The balancer model's findings; `None` when the snapshot carries no model view.
 pub fn findings(snap: &Snapshot) -> Option<Vec<FindingRow>> {
     if snap.model_rules.is_empty() {

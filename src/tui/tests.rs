@@ -846,3 +846,50 @@ fn title_line_cuts_the_name_not_the_clock() {
         }
     }
 }
+
+/// An interval with more findings than it lists (`--max-findings 1` over the demo recording)
+/// says how many it had and that it lists the first: in the Overview, the Findings view and
+/// the history's findings series alike.
+#[test]
+fn findings_beyond_the_list_are_counted_not_hidden() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/demo.lbs");
+    let model = crate::cli::ModelArgs {
+        max_findings: 1,
+        ..Default::default()
+    };
+    let (h, snaps, _) =
+        crate::cmd::diff::analyze_file(&path, 1_000_000_000, &FilterArgs::default(), &model)
+            .unwrap();
+    let (i, all) = snaps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (i, s.findings_by_kind.values().sum::<u64>()))
+        .find(|&(i, n)| n > snaps[i].findings.len() as u64)
+        .expect("an interval of the demo has more than one finding");
+    assert_eq!(
+        snaps[i].findings.len(),
+        1,
+        "the list is capped at --max-findings"
+    );
+    assert_eq!(state::findings_counted(&snaps[i]), (all, 1));
+    let mut app = App::new(
+        h.topology.clone(),
+        1_000_000_000,
+        SourceInfo::Replay(recording_info("demo.lbs", &h)),
+        h.clock_base_ns,
+    );
+    app.replace_history(snaps.clone(), None);
+    app.set_cursor(Some(i));
+    for view in [View::Overview, View::Findings] {
+        app.view = view;
+        for (w, ht) in SIZES {
+            let scr = render(&app, w, ht);
+            let want = match view {
+                View::Overview => format!("findings {all}, the first 1 listed"),
+                _ => format!("findings of the balancer model: {all}, the first 1 listed"),
+            };
+            has(&scr, &want);
+        }
+    }
+    assert_eq!(super::history::findings_count(&snaps[i]), all);
+}

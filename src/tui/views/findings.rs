@@ -31,7 +31,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     let (n_model, rows) = rows(app);
     let mut lines = vec![Line::styled(
         match n_model {
-            Some(n) => format!("findings of the balancer model: {n}"),
+            Some(_) => format!(
+                "findings of the balancer model: {}",
+                state::findings_text(app.current().expect("checked above"))
+            ),
             None => format!("findings: {MODEL_NA} (this interval carries no model view)"),
         },
         pal.title(),

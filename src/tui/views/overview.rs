@@ -77,7 +77,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     };
     lines.push(Line::from(idle));
     let findings = match state::findings(s) {
-        Some(v) => format!("{}", v.len()),
+        Some(_) => state::findings_text(s),
         None => format!(
             "{MODEL_NA} ({} measured signals)",
             state::measured_signals(&app.topo, s).len()
