@@ -208,6 +208,9 @@ pub struct Timeline {
     marks_capped: bool,
     /// The recording has balancer decisions (one was seen).
     balance_seen: bool,
+    /// The source folds latency in the kernel (a `Fold` was seen): a CPU's waiting count
+    /// above 2 is then a sample of its `nr_running`, at most one a millisecond per CPU.
+    sampled: bool,
     /// Changes before this time were dropped (window or budget).
     trimmed_to: u64,
     /// The earliest time at which a change or a mark held falls out of the window: until
@@ -228,6 +231,7 @@ impl Timeline {
             now_ns: 0,
             marks_capped: false,
             balance_seen: false,
+            sampled: false,
             trimmed_to: 0,
             expire_at: u64::MAX,
         }
@@ -258,6 +262,12 @@ impl Timeline {
     /// Whether a balancer decision (fentry) was seen.
     pub fn has_balance(&self) -> bool {
         self.balance_seen
+    }
+
+    /// Whether waiting counts above 2 are samples (the source folds in the kernel: `--fold`)
+    /// rather than every change.
+    pub fn waiting_sampled(&self) -> bool {
+        self.sampled
     }
 
     /// The earliest time kept: the first change held, or later where older changes went
@@ -356,6 +366,8 @@ impl Timeline {
                     );
                 }
             }
+            // Folded latency changes no CPU's state; it says how waiting counts are known.
+            EventKind::Fold(_) => self.sampled = true,
             // Exits, affinity changes and the rest can end a wait anywhere: rare enough to
             // look at every CPU.
             _ => self.update_every_cpu(t, a),

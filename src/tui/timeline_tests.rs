@@ -485,3 +485,42 @@ fn header_and_cursor_line_wrap_at_80_columns() {
         assert!(scr.iter().any(|l| l.starts_with("cpu 1 ")), "{all}");
     }
 }
+
+/// From a source that folds in the kernel (`--fold`), the timeline takes a CPU's waiting
+/// count from its `nr_running` (the tasks queued beside the running one) and its header and
+/// a finding's evidence say that counts above 2 are samples; a streamed run says nothing.
+#[test]
+fn a_folded_source_s_waiting_counts_are_marked_as_samples() {
+    use crate::analyze::tests::nr;
+    use crate::event::EventKind;
+    let t = |ms: u64| T0 + ms * MS;
+    let fold = Event {
+        ts_ns: t(0),
+        cpu: 0,
+        kind: EventKind::Fold(Box::default()),
+    };
+    let events = vec![
+        fold,
+        switch(t(1), 0, 0, 0, 10),
+        switch(t(1), 1, 0, 0, 20),
+        nr(t(1), 0, 1),
+        nr(t(1), 1, 1),
+        nr(t(2), 0, 4),
+        nr(t(4), 0, 1),
+        clock(t(20)),
+    ];
+    let mut app = app_of(Topology::synthetic_flat(2), &events);
+    app.tl.zoom = ZOOMS_NS.iter().position(|&z| z == 100_000).unwrap();
+    let note = "--fold: waiting above 2 sampled each ms";
+    for (w, h) in SIZES {
+        app.tl.at_ns = Some(t(3));
+        let scr = render(&app, w, h).join("\n");
+        assert!(scr.contains(note), "{scr}");
+        assert!(scr.contains("cpu 0: 3 waiting at most"), "{scr}");
+        app.tl.at_ns = Some(t(5));
+        let scr = render(&app, w, h).join("\n");
+        assert!(scr.contains("cpu 0: running"), "{scr}");
+    }
+    let streamed = app_of(Topology::synthetic_flat(2), &story(1));
+    assert!(!render(&streamed, 132, 40).join("\n").contains(note));
+}

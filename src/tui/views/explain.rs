@@ -83,7 +83,11 @@ pub fn lines(tl: Option<&Timeline>, e: &Explain, (a, b): (u64, u64), base: u64) 
         v.extend(f.evidence.iter().cloned());
         return v;
     };
-    v.push("what the timeline shows on its CPUs:".into());
+    v.push(if tl.waiting_sampled() {
+        "what the timeline shows on its CPUs (--fold: waiting above 2 sampled each ms):".into()
+    } else {
+        "what the timeline shows on its CPUs:".into()
+    });
     for &c in &f.cpus {
         let row = cpu_row(c);
         let at = match tl.state_at(c, to.saturating_sub(1)) {

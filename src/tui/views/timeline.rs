@@ -256,7 +256,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     let header = |grid_h: usize| {
         let first = super::scroll_start(sel, grid_h, rows.len());
         let text = format!(
-            "cell {}  t={}..{} s  fold {fold}  rows {}-{} of {}{}",
+            "cell {}  t={}..{} s  fold {fold}  rows {}-{} of {}{}{}",
             cell_text(cell_ns),
             rel_ms(start_ns, base),
             rel_ms(end_ns, base),
@@ -267,6 +267,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
                 ""
             } else {
                 "  (no balancer decisions recorded)"
+            },
+            if tl.waiting_sampled() {
+                "  (--fold: waiting above 2 sampled each ms)"
+            } else {
+                ""
             }
         );
         (first, super::wrap_words(&text, width, 2))
