@@ -215,9 +215,14 @@ pub fn findings_text(snap: &Snapshot) -> String {
     }
 }
 
+/// Whether the snapshot carries the balancer model's view (its rules, findings, domains).
+pub fn has_model(snap: &Snapshot) -> bool {
+    !snap.model_rules.is_empty()
+}
+
 /// The balancer model's findings; `None` when the snapshot carries no model view.
 pub fn findings(snap: &Snapshot) -> Option<Vec<FindingRow>> {
-    if snap.model_rules.is_empty() {
+    if !has_model(snap) {
         return None;
     }
     Some(

@@ -4,7 +4,7 @@
 //! balancer's decisions in that window where the recording has them, and the model's own
 //! figures. [`lines`] builds the pane's text, so tests read it without a screen.
 
-use super::timeline::{base_ns, describe, grid_lines, rel};
+use super::timeline::{base_ns, describe, grid_lines, rel, SAMPLED_NOTE};
 use crate::analyze::timeline::{MarkKind, Timeline};
 use crate::cpuset::CpuSet;
 use crate::tui::app::App;
@@ -84,7 +84,7 @@ pub fn lines(tl: Option<&Timeline>, e: &Explain, (a, b): (u64, u64), base: u64) 
         return v;
     };
     v.push(if tl.waiting_sampled() {
-        "what the timeline shows on its CPUs (--fold: waiting above 2 sampled each ms):".into()
+        format!("what the timeline shows on its CPUs ({SAMPLED_NOTE}):")
     } else {
         "what the timeline shows on its CPUs:".into()
     });

@@ -25,15 +25,15 @@ pub fn rows(app: &App) -> (Option<usize>, Vec<FindingRow>) {
 
 /// Draws the findings view.
 pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
-    if app.current().is_none() {
+    let Some(snap) = app.current() else {
         return waiting(f, area, app);
-    }
+    };
     let (n_model, rows) = rows(app);
     let mut lines = vec![Line::styled(
         match n_model {
             Some(_) => format!(
                 "findings of the balancer model: {}",
-                state::findings_text(app.current().expect("checked above"))
+                state::findings_text(snap)
             ),
             None => format!("findings: {MODEL_NA} (this interval carries no model view)"),
         },

@@ -76,12 +76,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
         ],
     };
     lines.push(Line::from(idle));
-    let findings = match state::findings(s) {
-        Some(_) => state::findings_text(s),
-        None => format!(
+    let findings = if state::has_model(s) {
+        state::findings_text(s)
+    } else {
+        format!(
             "{MODEL_NA} ({} measured signals)",
             state::measured_signals(&app.topo, s).len()
-        ),
+        )
     };
     let lost_style = if s.lost_events > 0 {
         pal.hot()

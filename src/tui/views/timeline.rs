@@ -24,6 +24,10 @@ pub const LEGEND: &[&str] = &[
 ];
 
 /// The one-line legend of a narrow screen.
+/// What the header and a finding's evidence add when the source folds in the kernel
+/// (`--fold`): waiting counts above 2 are samples of `nr_running`.
+pub const SAMPLED_NOTE: &str = "--fold: waiting above 2 sampled each ms";
+
 const SHORT_LEGEND: &str = "·idle ▄part █run 1-9 waiting  W/w moved in/out  * balancer  (? legend)";
 
 /// A reason's letter (upper case: the destination row).
@@ -269,9 +273,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
                 "  (no balancer decisions recorded)"
             },
             if tl.waiting_sampled() {
-                "  (--fold: waiting above 2 sampled each ms)"
+                format!("  ({SAMPLED_NOTE})")
             } else {
-                ""
+                String::new()
             }
         );
         (first, super::wrap_words(&text, width, 2))
