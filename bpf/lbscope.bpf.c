@@ -72,7 +72,6 @@ struct lbs_balance_call _lbs_balance_call = {};
 struct lbs_rt_call _lbs_rt_call = {};
 struct lbs_hist _lbs_hist = {};
 struct lbs_proc_hist _lbs_proc_hist = {};
-struct lbs_proc_key _lbs_proc_key = {};
 struct lbs_fold_ctl _lbs_fold_ctl = {};
 enum lbs_kind _lbs_kind = 0;
 enum lbs_migrate_flags _lbs_migrate_flags = 0;
@@ -218,13 +217,22 @@ struct {
 	__type(value, struct lbs_hist);
 } cpu_hist SEC(".maps");
 
-/* Folded latency per process and bank; a process past the table's room counts per CPU only. */
+/* Folded latency per process, one map per bank: user space reads and deletes the retired
+ * bank's entries in batches while the programs fill the other's. A process past a map's room
+ * counts per CPU only. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
-	__type(key, struct lbs_proc_key);
+	__type(key, __u32);
 	__type(value, struct lbs_proc_hist);
-} proc_hist SEC(".maps");
+} proc_hist0 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct lbs_proc_hist);
+} proc_hist1 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -635,29 +643,36 @@ static __always_inline void proc_hist_add(struct lbs_proc_hist *h, __u64 ns)
 	min_max(&h->min_ns, &h->max_ns, ns);
 }
 
+/* Adds one sample to the entry of `tgid` in a bank's per-process map, made at its first. */
+static __always_inline void proc_sample(void *map, __u32 tgid, __u64 ns)
+{
+	struct lbs_proc_hist *p = bpf_map_lookup_elem(map, &tgid);
+
+	if (!p) {
+		bpf_map_update_elem(map, &tgid, &empty_proc_hist, BPF_NOEXIST);
+		p = bpf_map_lookup_elem(map, &tgid);
+	}
+	if (p)
+		proc_hist_add(p, ns);
+}
+
 /* One run-queue latency sample of a task of `tgid` that starts running on this CPU, into
  * `bank` (the one user space has the programs fill). */
 static __always_inline void fold_sample(__u32 bank, __u32 tgid, __u64 ns)
 {
-	struct lbs_proc_key key = {};
-	struct lbs_proc_hist *p;
+	__u32 key = bank & 1;
 	struct lbs_hist *h;
 
-	key.bank = bank & 1;
-	key.tgid = tgid;
-	h = bpf_map_lookup_elem(&cpu_hist, &key.bank);
+	h = bpf_map_lookup_elem(&cpu_hist, &key);
 	if (h)
 		hist_add(h, ns);
 	/* With one process folded, the per-CPU histograms are that process's. */
 	if (fold_tgid)
 		return;
-	p = bpf_map_lookup_elem(&proc_hist, &key);
-	if (!p) {
-		bpf_map_update_elem(&proc_hist, &key, &empty_proc_hist, BPF_NOEXIST);
-		p = bpf_map_lookup_elem(&proc_hist, &key);
-	}
-	if (p)
-		proc_hist_add(p, ns);
+	if (key)
+		proc_sample(&proc_hist1, tgid, ns);
+	else
+		proc_sample(&proc_hist0, tgid, ns);
 }
 
 /* p became runnable at ts (woken, or preempted and still queued): runqlat's start time. */

@@ -247,13 +247,6 @@ struct lbs_proc_hist {
 	__u64 bucket[LBS_PROC_BUCKETS];
 };
 
-/* Key of the per-process folded histograms: two banks, one filled while user space reads
- * and clears the other. */
-struct lbs_proc_key {
-	__u32 tgid;
-	__u32 bank;
-};
-
 /* The fold's control word, written by user space only: the bank being filled, and the
  * flush count (a task's first run after each flush is streamed). */
 struct lbs_fold_ctl {

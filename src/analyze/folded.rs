@@ -37,8 +37,7 @@ impl Analyzer {
     }
 
     /// Folds one `Fold` event, turning the analyzer folded first if it was not.
-    // Out of line: its histograms are a few KB each on the stack, which inlined would
-    // enlarge the frame of every event's push.
+    // Out of line: rare, and large once inlined.
     #[inline(never)]
     pub(super) fn on_fold(&mut self, f: &Fold) {
         if !self.folded {
@@ -48,19 +47,19 @@ impl Analyzer {
         // Per-CPU histograms are taken as they are whatever the task filter: with `-p` the
         // kernel side keeps only that process's samples; a histogram cannot be split by task.
         for (cpu, fh) in &f.by_cpu {
-            match LatHist::from_folded(fh) {
-                Some(h) if filter.matches_cpu(*cpu) => self.latency.merge_cpu(*cpu, &h),
-                Some(_) => {}
-                None => self.dropped_folds += 1,
+            if !LatHist::folded_ok(fh) {
+                self.dropped_folds += 1;
+            } else if filter.matches_cpu(*cpu) {
+                self.latency.merge_cpu(*cpu, fh);
             }
         }
         self.folds += 1;
         // Per-process histograms span every CPU: `--cpus` cannot narrow them.
         for (tgid, fh) in &f.by_tgid {
-            let Some(h) = LatHist::from_folded(fh) else {
+            if !LatHist::folded_ok(fh) {
                 self.dropped_folds += 1;
                 continue;
-            };
+            }
             // The leader's name (an exited leader's within its grace, as the task filter
             // knows it), else a thread's.
             let who = identity(
@@ -80,7 +79,7 @@ impl Analyzer {
                 .or_else(|| gone.and_then(|w| w.cgroup))
                 .and_then(|c| self.cgroups.path(c));
             if filter.matches_task(*tgid, Some(*tgid), comm, cgroup) {
-                self.latency.merge_process(*tgid, &h, comm);
+                self.latency.merge_process(*tgid, fh, comm);
             }
         }
         // This Fold was the second since those exits: their samples are all in.

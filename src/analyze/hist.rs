@@ -171,29 +171,40 @@ impl LatHist {
         self.add(Counters::Fine, fine_index(ns), 1);
     }
 
-    /// A histogram folded in the kernel, checked: `None` unless its slots and buckets fit and
+    /// Whether a histogram folded in the kernel may be added: its slots and buckets fit and
     /// each sums to its count (a damaged or crafted recording cannot corrupt the figures).
+    pub fn folded_ok(f: &crate::event::FoldedHist) -> bool {
+        f.log2.len() <= LOG2_SLOTS
+            && f.fine.len() <= FINE_LEN
+            && f.log2.iter().try_fold(0u64, |a, c| a.checked_add(*c)) == Some(f.count)
+            && f.fine.iter().try_fold(0u64, |a, c| a.checked_add(*c)) == Some(f.count)
+            && (f.count == 0 || f.min_ns <= f.max_ns)
+    }
+
+    /// Adds a histogram folded in the kernel, one that [`LatHist::folded_ok`] passed, counter
+    /// by counter (no histogram is built for it).
+    pub fn add_folded(&mut self, f: &crate::event::FoldedHist) {
+        debug_assert!(Self::folded_ok(f));
+        if f.count == 0 {
+            return;
+        }
+        self.min_ns = self.min_ns.min(f.min_ns);
+        self.max_ns = self.max_ns.max(f.max_ns);
+        for (which, counts) in [(Counters::Log2, &f.log2), (Counters::Fine, &f.fine)] {
+            for (i, c) in counts.iter().enumerate().filter(|(_, c)| **c != 0) {
+                self.add(which, i, *c);
+            }
+        }
+    }
+
+    /// A histogram folded in the kernel, checked: `None` unless [`LatHist::folded_ok`].
+    #[cfg(test)]
     pub fn from_folded(f: &crate::event::FoldedHist) -> Option<LatHist> {
-        if f.log2.len() > LOG2_SLOTS
-            || f.fine.len() > FINE_LEN
-            || f.log2.iter().try_fold(0u64, |a, c| a.checked_add(*c)) != Some(f.count)
-            || f.fine.iter().try_fold(0u64, |a, c| a.checked_add(*c)) != Some(f.count)
-            || (f.count > 0 && f.min_ns > f.max_ns)
-        {
-            return None;
-        }
-        let mut h = LatHist {
-            min_ns: if f.count > 0 { f.min_ns } else { u64::MAX },
-            max_ns: f.max_ns,
-            ..LatHist::default()
-        };
-        for (i, c) in f.log2.iter().enumerate() {
-            h.add(Counters::Log2, i, *c);
-        }
-        for (i, c) in f.fine.iter().enumerate() {
-            h.add(Counters::Fine, i, *c);
-        }
-        Some(h)
+        let mut h = LatHist::default();
+        Self::folded_ok(f).then(|| {
+            h.add_folded(f);
+            h
+        })
     }
 
     /// The histogram as a folded source sends it (trailing zeros dropped): tests build
@@ -336,6 +347,28 @@ mod tests {
         let mut long = f;
         long.log2.resize(LOG2_SLOTS + 1, 0);
         assert!(LatHist::from_folded(&long).is_none(), "too many slots");
+    }
+
+    /// Adding a folded histogram onto a filled one is merging the histogram it folds: the
+    /// same counters, min and max; an empty one changes nothing.
+    #[test]
+    fn adding_folded_is_merging() {
+        let (mut a, mut b) = (LatHist::default(), LatHist::default());
+        for v in [40, 2_000, 2_000, 90_000] {
+            a.record(v);
+        }
+        for v in [7, 2_000, 65_000, 3_000_000_000] {
+            b.record(v);
+        }
+        let mut merged = a.clone();
+        merged.merge(&b);
+        let f = b.to_folded();
+        assert!(LatHist::folded_ok(&f));
+        a.add_folded(&f);
+        assert_eq!(a.to_folded(), merged.to_folded());
+        assert_eq!((a.min_ns, a.max_ns), (7, 3_000_000_000));
+        a.add_folded(&LatHist::default().to_folded());
+        assert_eq!(a.to_folded(), merged.to_folded());
     }
 
     #[test]

@@ -23,6 +23,7 @@ use super::filter::Filter;
 use super::hist::LatHist;
 use super::snapshot::{CgroupLatency, CpuLatency, DomainLatency, ProcessLatency};
 use crate::cpuset::MAX_CPUS;
+use crate::event::FoldedHist;
 use crate::idhash::IdMap;
 use crate::topology::Topology;
 
@@ -192,13 +193,14 @@ impl LatencyCollector {
         self.pending.clear();
     }
 
-    /// Adds a histogram of samples (folded in the kernel) of tasks that started running on
-    /// `cpu`; it counts in the global and per-domain figures like recorded samples.
-    pub fn merge_cpu(&mut self, cpu: u32, h: &LatHist) {
+    /// Adds a histogram of samples (folded in the kernel, passed by [`LatHist::folded_ok`]) of
+    /// tasks that started running on `cpu`; it counts in the global and per-domain figures
+    /// like recorded samples.
+    pub fn merge_cpu(&mut self, cpu: u32, h: &FoldedHist) {
         self.cpu_slot(cpu);
         match self.by_cpu.get_mut(cpu as usize) {
-            Some(c) => c.merge(h),
-            None => self.no_cpu.merge(h),
+            Some(c) => c.add_folded(h),
+            None => self.no_cpu.add_folded(h),
         }
     }
 
@@ -211,10 +213,11 @@ impl LatencyCollector {
         }
     }
 
-    /// Adds a histogram of samples (folded in the kernel) of the tasks of process `tgid`,
+    /// Adds a histogram of samples (folded in the kernel, passed by [`LatHist::folded_ok`]) of
+    /// the tasks of process `tgid`,
     /// named `leader_comm` (its leader's name, when known). The same samples must also reach
     /// [`LatencyCollector::merge_cpu`]: this one feeds only the per-process figures.
-    pub fn merge_process(&mut self, tgid: u32, h: &LatHist, leader_comm: Option<&str>) {
+    pub fn merge_process(&mut self, tgid: u32, h: &FoldedHist, leader_comm: Option<&str>) {
         let slot = proc_slot(
             &mut self.by_proc,
             &mut self.no_proc,
@@ -228,7 +231,7 @@ impl LatencyCollector {
                 slot.leader_comm = true;
             }
         }
-        self.proc_hists[slot.index as usize].merge(h);
+        self.proc_hists[slot.index as usize].add_folded(h);
     }
 
     /// Process `tgid`'s leader took the name `comm` (exec): its figures are named so from

@@ -397,6 +397,16 @@ fn folded_process_histogram_matches_libbpf_tools() {
     compare_with_runqlat(&["--fold", "on", "--by-process"]);
 }
 
+/// The same among a crowd of 40 other processes waking every 5 ms: each flush reads and
+/// deletes some 40 entries of the per-process map in batches of 32, which the kernel ends
+/// short wherever a bucket would not fit. The process's histogram is still runqlat's, and the
+/// report names the top 20 of more than 20 processes.
+#[test]
+fn folded_process_histogram_matches_libbpf_tools_among_a_crowd() {
+    let Some(_g) = live_guard() else { return };
+    compare_with_runqlat(&["--fold", "on", "--by-process", "--crowd"]);
+}
+
 /// How far one log2 slot of the two tools may differ, as a share of the samples. The counts
 /// agree exactly; a slot moves because both tools' handlers run one after the other on the
 /// same tracepoints, so each reads the clock a few hundred ns after the other at a wakeup or
@@ -407,13 +417,27 @@ const SLOT_SKEW: f64 = 0.04;
 
 /// lbscope's run-queue latency of one process, with `extra` report flags, against runqlat's.
 /// `--by-process` in `extra` (not a report flag) reads the process's entry of
-/// `runqlat_by_process` from a report of every process instead of a report of it alone.
+/// `runqlat_by_process` from a report of every process instead of a report of it alone;
+/// `--crowd` (not a report flag either) runs 40 more processes beside it, each waking every
+/// 5 ms.
 fn compare_with_runqlat(extra: &[&str]) {
     let by_process = extra.contains(&"--by-process");
+    let crowded = extra.contains(&"--crowd");
     let extra: Vec<&str> = extra
         .iter()
         .copied()
-        .filter(|a| *a != "--by-process")
+        .filter(|a| *a != "--by-process" && *a != "--crowd")
+        .collect();
+    let mut crowd: Vec<std::process::Child> = (0..if crowded { 40 } else { 0 })
+        .map(|_| {
+            example("mixed")
+                .args(["--comm", "lbscrowd", "--cpu-threads", "0"])
+                .args(["--io-threads", "1", "--sleep-us", "5000"])
+                .args(["--duration-ms", "60000"])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("a crowd process starts")
+        })
         .collect();
     let comm = unique_comm("lbslat");
     // Sleepers waking beside a CPU hog: latencies from microseconds to a tick, not piled on
@@ -448,10 +472,18 @@ fn compare_with_runqlat(extra: &[&str]) {
     assert!(ok, "lbscope exits 0: {err}");
     let (_, rq_out, _) = rq.interrupt();
     wl.finish();
+    for c in &mut crowd {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
 
     let theirs = runqlat_hist(&rq_out);
     let their_total: u64 = theirs.values().sum();
     let last = last_json(&out);
+    if crowded {
+        let listed = last["runqlat_by_process"].as_array().map_or(0, Vec::len);
+        assert_eq!(listed, 20, "the crowd fills the top 20 processes: {last}");
+    }
     let snap = match by_process {
         true => last["runqlat_by_process"]
             .as_array()

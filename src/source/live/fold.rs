@@ -11,7 +11,9 @@
 //!
 //! A process's histogram comes as one array of buckets, each the sum of a sample's fine
 //! bucket and runqlat slot (bpf/lbscope.h, `struct lbs_proc_hist`), split back here into the
-//! two histograms.
+//! two histograms. Each bank has its own per-process map, so a flush takes the retired one's
+//! entries out in batches (a syscall for up to [`PROC_BATCH`] processes) instead of three
+//! syscalls a process; what a batch leaves (an error) is taken one entry at a time.
 
 use super::skel::LbscopeSkel;
 use crate::analyze::{fine_bounds, fine_index, log2_slot, LOG2_SLOTS};
@@ -52,6 +54,12 @@ fn proc_pairs() -> &'static [Option<(usize, usize)>; PROC_BUCKETS] {
     })
 }
 
+/// Processes read and deleted by one batch syscall. Its buffer (zeroed afresh for each
+/// flush, 140 KiB) grows with it. A hash map's batch takes whole buckets and fails on one
+/// larger than this: with these maps' 1,024 buckets it does not happen, and the entries one
+/// leaves are taken one at a time.
+const PROC_BATCH: u32 = 32;
+
 /// The flush state.
 pub(super) struct Folder {
     /// The bank the programs fill.
@@ -60,6 +68,8 @@ pub(super) struct Folder {
     last: u64,
     /// Flushes so far: a task's first run after each is streamed.
     epoch: u32,
+    /// Zeros to clear a bank of the per-CPU histograms with, kept between flushes.
+    zeros: Vec<Vec<u8>>,
 }
 
 impl Folder {
@@ -71,6 +81,7 @@ impl Folder {
             filling: 0,
             last: now,
             epoch: 0,
+            zeros: Vec::new(),
         }
     }
 
@@ -82,7 +93,7 @@ impl Folder {
     /// Reads and clears the retired bank, then makes it the filling one; appends the Fold.
     pub(super) fn flush(&mut self, skel: &LbscopeSkel<'_>, now: u64, out: &mut Vec<Event>) {
         let retired = 1 - self.filling;
-        let fold = read_bank(skel, retired);
+        let fold = read_bank(skel, retired, &mut self.zeros);
         self.epoch = self.epoch.wrapping_add(1);
         set_filling(skel, retired, self.epoch);
         self.filling = retired;
@@ -95,7 +106,7 @@ impl Folder {
         self.flush(skel, now, out);
         // Handlers run for microseconds: one already past its bank lookup has finished.
         std::thread::sleep(std::time::Duration::from_millis(2));
-        let fold = read_bank(skel, 1 - self.filling);
+        let fold = read_bank(skel, 1 - self.filling, &mut self.zeros);
         out.push(fold_event(now, fold));
     }
 }
@@ -119,12 +130,11 @@ fn set_filling(skel: &LbscopeSkel<'_>, bank: u32, epoch: u32) {
 }
 
 /// The first `n` words of a map value; `None` when it is shorter.
-fn words(b: &[u8], n: usize) -> Option<Vec<u64>> {
+fn words(b: &[u8], n: usize) -> Option<impl Iterator<Item = u64> + '_> {
     let b = b.get(..n * 8)?;
     Some(
         b.chunks_exact(8)
-            .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
-            .collect(),
+            .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))),
     )
 }
 
@@ -135,30 +145,36 @@ fn trimmed(s: &[u64]) -> Vec<u64> {
 
 /// One `struct lbs_hist` (a CPU's) from its bytes; `None` for an empty one or a size mismatch.
 fn parse_hist(b: &[u8]) -> Option<FoldedHist> {
-    let w = words(b, HIST_WORDS)?;
-    let count = w[0];
+    let mut w = words(b, HIST_WORDS)?;
+    let (count, min_ns, max_ns) = (w.next()?, w.next()?, w.next()?);
     if count == 0 {
         return None;
     }
+    let mut log2 = [0u64; LOG2_SLOTS];
+    log2.iter_mut().zip(&mut w).for_each(|(s, n)| *s = n);
+    let mut fine = [0u64; FINE_LEN];
+    fine.iter_mut().zip(w).for_each(|(s, n)| *s = n);
     Some(FoldedHist {
         count,
-        min_ns: w[1],
-        max_ns: w[2],
-        log2: trimmed(&w[3..3 + LOG2_SLOTS]),
-        fine: trimmed(&w[3 + LOG2_SLOTS..]),
+        min_ns,
+        max_ns,
+        log2: trimmed(&log2),
+        fine: trimmed(&fine),
     })
 }
 
 /// One `struct lbs_proc_hist` from its bytes, split into a [`FoldedHist`]; `None` for an
 /// empty one or a size mismatch.
 fn parse_proc_hist(b: &[u8]) -> Option<FoldedHist> {
-    let w = words(b, PROC_WORDS)?;
-    let (mut log2, mut fine) = (vec![0u64; LOG2_SLOTS], vec![0u64; FINE_LEN]);
+    let mut w = words(b, PROC_WORDS)?;
+    let (min_ns, max_ns) = (w.next()?, w.next()?);
+    let (mut log2, mut fine) = ([0u64; LOG2_SLOTS], [0u64; FINE_LEN]);
     let mut count = 0;
-    for (n, pair) in w[2..].iter().zip(proc_pairs()) {
-        if let (n @ 1.., Some((i, s))) = (*n, pair) {
-            fine[*i] += n;
-            log2[*s] += n;
+    let pairs = proc_pairs();
+    for (k, n) in w.enumerate().filter(|(_, n)| *n != 0) {
+        if let Some((i, s)) = pairs[k] {
+            fine[i] += n;
+            log2[s] += n;
             count += n;
         }
     }
@@ -167,15 +183,15 @@ fn parse_proc_hist(b: &[u8]) -> Option<FoldedHist> {
     }
     Some(FoldedHist {
         count,
-        min_ns: w[0],
-        max_ns: w[1],
+        min_ns,
+        max_ns,
         log2: trimmed(&log2),
         fine: trimmed(&fine),
     })
 }
 
-/// Reads and clears one bank of both maps.
-fn read_bank(skel: &LbscopeSkel<'_>, bank: u32) -> Fold {
+/// Reads and clears one bank of the per-CPU and the per-process histograms.
+fn read_bank(skel: &LbscopeSkel<'_>, bank: u32, zeros: &mut Vec<Vec<u8>>) -> Fold {
     let mut fold = Fold::default();
     let key = bank.to_ne_bytes();
     let cpu_hist = &skel.maps.cpu_hist;
@@ -186,21 +202,49 @@ fn read_bank(skel: &LbscopeSkel<'_>, bank: u32) -> Fold {
             }
         }
         if !fold.by_cpu.is_empty() {
-            let zeros = vec![vec![0u8; per_cpu.first().map_or(0, Vec::len)]; per_cpu.len()];
-            let _ = cpu_hist.update_percpu(&key, &zeros, MapFlags::ANY);
+            let len = per_cpu.first().map_or(0, Vec::len);
+            if zeros.len() != per_cpu.len() || zeros.iter().any(|z| z.len() != len) {
+                *zeros = vec![vec![0u8; len]; per_cpu.len()];
+            }
+            let _ = cpu_hist.update_percpu(&key, zeros, MapFlags::ANY);
         }
     }
-    let procs = &skel.maps.proc_hist;
-    let keys: Vec<Vec<u8>> = procs
-        .keys()
-        .filter(|k| k.len() == 8 && k[4..8] == key)
-        .collect();
-    for k in keys {
+    let procs = if bank == 0 {
+        &skel.maps.proc_hist0
+    } else {
+        &skel.maps.proc_hist1
+    };
+    // No program writes into a retired bank: deleting its entries as they are read races
+    // with nothing.
+    let mut take = |k: &[u8], v: &[u8]| {
+        if let (Ok(tgid), Some(h)) = (k.try_into().map(u32::from_ne_bytes), parse_proc_hist(v)) {
+            fold.by_tgid.push((tgid, h));
+        }
+    };
+    // A batch that ends short of its room is taken for the last, though the kernel ends one
+    // short wherever the next bucket would not fit: so again from the start (the buckets
+    // already taken are empty) until one finds nothing; each takes one entry at least, and
+    // no program adds to a retired bank, so the map's room bounds the rounds.
+    for _ in 0..=procs.max_entries() {
+        let Ok(batches) = procs.lookup_and_delete_batch(PROC_BATCH, MapFlags::ANY, MapFlags::ANY)
+        else {
+            break;
+        };
+        let mut n = 0;
+        for (k, v) in batches {
+            take(&k, &v);
+            n += 1;
+        }
+        if n == 0 {
+            break;
+        }
+    }
+    // Whatever the batches could not take (they stopped on an error), one entry at a time:
+    // one syscall that finds the map empty, as a rule.
+    let rest: Vec<Vec<u8>> = procs.keys().collect();
+    for k in rest {
         if let Ok(Some(v)) = procs.lookup(&k, MapFlags::ANY) {
-            if let Some(h) = parse_proc_hist(&v) {
-                let tgid = u32::from_ne_bytes(k[..4].try_into().unwrap_or([0; 4]));
-                fold.by_tgid.push((tgid, h));
-            }
+            take(&k, &v);
         }
         let _ = procs.delete(&k);
     }
