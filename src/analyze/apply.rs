@@ -23,6 +23,8 @@ impl Analyzer {
             } => {
                 self.model
                     .stopper_switch(cpu, *prev_pid, *prev_state, *next_pid);
+                self.counters.switched(cpu, ts);
+                self.run_counters.switched(cpu, ts);
                 self.on_switch(ts, cpu, *prev_pid, *prev_state, *next_pid);
             }
             EventKind::Wakeup { pid, target_cpu } => {

@@ -9,8 +9,8 @@
 //!   counts `lb_failed`); `lb_balanced`: the other calls that moved nothing (no busiest group
 //!   or queue, `should_we_balance` said no, or every task pinned);
 //! - `lb_gained`: one per `detach_task` ([`Balance`] with a pid), the active-balance
-//!   stopper's included (the kernel counts those under the idle type `idle`); `alb_pushed`:
-//!   the stopper's alone;
+//!   stopper's included (the kernel counts those under the idle type `idle`, as made
+//!   somewhere up to the stopper's CPU's next switch); `alb_pushed`: the stopper's alone;
 //! - the imbalance: each busiest-group search whose call went on to look for tasks (a later
 //!   search of the same call, which only a redo makes, tasks moved, or the failed branch)
 //!   adds its `env->imbalance` under its migration type; a last search that found a group in
@@ -195,6 +195,14 @@ pub struct Counter {
     /// kernel adds them to lb_gained at the end of detach_tasks, after the last detach, so
     /// each is counted at the call's exit, as made somewhere from its detach to that exit.
     pending_gained: Vec<Vec<(Key, u64)>>,
+    /// The tasks the active-balance stopper detached, per executing CPU: (row, when). Its
+    /// detach_one_task adds each to lb_gained right after the detach, but a stalled vCPU can
+    /// hold that line back for many ms (a lab guest on 6.1: 13 ms, across the start read of
+    /// /proc/schedstat), so each is counted at the stopper's end (the CPU's next switch, see
+    /// [`Counter::switched`]) as made somewhere from its detach to then.
+    pending_stopper: Vec<Vec<(Key, u64)>>,
+    /// Whether `pending_stopper` holds any: the check every switch makes.
+    stopper_pending: bool,
     window: Window<Held>,
     windowed: bool,
 }
@@ -337,13 +345,15 @@ impl Counter {
             Some(_) if self.calls && b.origin != Some(BalanceOrigin::Stopper) => {
                 of_cpu(&mut self.pending_gained, ev.cpu).push((key, ev.ts_ns));
             }
-            Some(_) => {
-                // The active-balance stopper's detach_one_task counts its task at once.
-                self.count(key, Which::Gained, ev.ts_ns, ev.ts_ns);
-                if b.origin == Some(BalanceOrigin::Stopper) && self.inside(ev.ts_ns) {
+            Some(_) if b.origin == Some(BalanceOrigin::Stopper) => {
+                of_cpu(&mut self.pending_stopper, ev.cpu).push((key, ev.ts_ns));
+                self.stopper_pending = true;
+                if self.inside(ev.ts_ns) {
                     *self.alb_pushed.entry(level).or_insert(0) += 1;
                 }
             }
+            // Without the calls, a detach counts at its own moment.
+            Some(_) => self.count(key, Which::Gained, ev.ts_ns, ev.ts_ns),
             None => {
                 if self.inside(ev.ts_ns) {
                     self.rows.entry(key).or_default().searches += 1;
@@ -421,8 +431,31 @@ impl Counter {
         }
     }
 
-    /// The counts so far, then zeroes them (the calls in progress are kept).
+    /// `cpu` switched at `ts`: the active-balance stopper that ran there has returned, and
+    /// the tasks it detached count as made from their detach to `ts`. (The stopper thread
+    /// runs its work to the end: nothing preempts it.)
+    pub fn switched(&mut self, cpu: u32, ts: u64) {
+        if !self.stopper_pending {
+            return;
+        }
+        for (k, t) in take_cpu(&mut self.pending_stopper, cpu) {
+            self.count(k, Which::Gained, t, ts.max(t));
+        }
+        self.stopper_pending = self.pending_stopper.iter().any(|p| !p.is_empty());
+    }
+
+    /// The counts so far, then zeroes them (the calls in progress are kept; the stopper's
+    /// detaches whose switch has not come yet count at their own moment).
     pub fn take(&mut self, topo: &IndexedTopology) -> BalancerCounters {
+        let stopper: Vec<(Key, u64)> = self
+            .pending_stopper
+            .iter_mut()
+            .flat_map(std::mem::take)
+            .collect();
+        self.stopper_pending = false;
+        for (k, t) in stopper {
+            self.count(k, Which::Gained, t, t);
+        }
         let name = |l: LevelId| match l {
             LevelId::Topo(i) => topo.level_key(Some(i)).to_string(),
             LevelId::Raw(n) => format!("sd_level{n}"),

@@ -362,3 +362,47 @@ fn a_call_taken_before_the_end_read_it_spans_is_in_flight() {
     assert_eq!(ours.imbalance_in_flight_amount.util, 4);
     assert_eq!(ours.imbalance_in_flight_amount.load, 5);
 }
+
+/// The stopper's detach_one_task adds its task to lb_gained right after the detach, but a
+/// stalled vCPU can hold that line back: a lab guest on 6.1 detached at 15.827 s, stalled for
+/// 13 ms, and the start read at 15.837 s printed the stopper's domain with alb_count raised and
+/// lb_gained not yet (the kernel's difference 3, lbscope's 2). So a stopper's task counts as
+/// made from its detach to the CPU's next switch, when the stopper has returned.
+#[test]
+fn the_stopper_s_task_counts_until_its_cpu_switches() {
+    use CpuIdleType::*;
+    let events = [
+        // A source sends its start read first, whatever the time of the records after it.
+        schedstat(10_000_000, false, 1_000_000),
+        // Detached before the start read, the stopper's CPU switching after it: in flight.
+        stopper_entry(5_000_000, 5, 0),
+        detach(5_100_000, 5, 0, LLC, Idle, 300, BalanceOrigin::Stopper),
+        switch(18_000_000, 5, 17, 1, 0),
+        // Detached and switched away inside the window: in.
+        stopper_entry(30_000_000, 6, 1),
+        detach(30_100_000, 6, 1, LLC, Idle, 301, BalanceOrigin::Stopper),
+        switch(30_200_000, 6, 18, 1, 0),
+        // Detached inside, switched away after the end read began: in flight.
+        stopper_entry(99_000_000, 5, 0),
+        detach(99_100_000, 5, 0, LLC, Idle, 302, BalanceOrigin::Stopper),
+        schedstat(100_000_000, true, 1_000_000),
+        switch(100_500_000, 5, 17, 1, 0),
+    ];
+    let mut a = analyzer(topo3(), LONG);
+    let snaps = run(&mut a, &events);
+    let r = a.run_counters();
+    let ours = r.rows[0].lbscope.as_ref().unwrap();
+    assert_eq!(
+        (r.rows[0].level.as_str(), r.rows[0].idle.as_str()),
+        ("llc", "idle")
+    );
+    assert_eq!(ours.counts, counts(0, 0, 0, 1));
+    assert_eq!(ours.in_flight, counts(0, 0, 0, 2));
+    // The interval counters take all three, the last when the interval closes.
+    let gained: u64 = snaps
+        .iter()
+        .flat_map(|s| &s.balancer_counters.rows)
+        .map(|r| r.counts.lb_gained)
+        .sum();
+    assert_eq!(gained, 3);
+}
