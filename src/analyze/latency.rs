@@ -214,9 +214,9 @@ impl LatencyCollector {
     }
 
     /// Adds a histogram of samples (folded in the kernel, passed by [`LatHist::folded_ok`]) of
-    /// the tasks of process `tgid`,
-    /// named `leader_comm` (its leader's name, when known). The same samples must also reach
-    /// [`LatencyCollector::merge_cpu`]: this one feeds only the per-process figures.
+    /// the tasks of process `tgid`, named `leader_comm` (its leader's name, when known). The
+    /// same samples must also reach [`LatencyCollector::merge_cpu`]: this one feeds only the
+    /// per-process figures.
     pub fn merge_process(&mut self, tgid: u32, h: &FoldedHist, leader_comm: Option<&str>) {
         let slot = proc_slot(
             &mut self.by_proc,
