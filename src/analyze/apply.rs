@@ -213,15 +213,24 @@ impl Analyzer {
         }
         self.check_switch(cpu, prev);
         if prev != 0 {
-            // Switched out here: if it was last seen elsewhere, it moved unseen.
-            self.model.tasks_mut().seen_on(prev, cpu);
-            if prev_state == 0 {
+            // Switched out here: if it was last seen elsewhere, it moved unseen. One lookup
+            // of its entry for that and what follows.
+            let preempted = prev_state == 0;
+            let counted = preempted && self.task_matches(prev);
+            let t = self.model.tasks_mut().seen_on(prev, cpu, preempted);
+            match t {
                 // Preempted: still runnable, now waiting on this CPU (runqlat re-enqueues it).
-                self.enqueue(ts, prev, cpu);
-            } else {
+                Some(t) if preempted => {
+                    t.enqueue_ts = Some(ts);
+                    wait_on(&mut self.idle, t, prev, cpu, counted);
+                }
                 // It slept (or exits): it no longer waits; after its exit its entry goes.
-                self.stop_wait(prev);
-                self.switched_out(prev, prev_state);
+                _ => {
+                    if let Some(w) = t.and_then(|t| t.wait.take()) {
+                        self.idle.remove_waiter(prev, w);
+                    }
+                    self.switched_out(prev, prev_state);
+                }
             }
         }
         // One lookup of next's entry, for the model and for runqlat.
@@ -286,15 +295,6 @@ impl Analyzer {
         } else {
             wait_on(&mut self.idle, t, pid, target, counted);
         }
-    }
-
-    /// `pid` became runnable on `cpu` at `ts` and waits there: runqlat's enqueue time and
-    /// the idle accounting's waiter, with one lookup of its entry.
-    fn enqueue(&mut self, ts: u64, pid: Pid, cpu: u32) {
-        let counted = self.task_matches(pid);
-        let t = self.model.tasks_mut().ext_entry(pid);
-        t.enqueue_ts = Some(ts);
-        wait_on(&mut self.idle, t, pid, cpu, counted);
     }
 
     fn on_affinity(&mut self, pid: Pid, cpus: &CpuSet) {

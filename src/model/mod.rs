@@ -200,6 +200,31 @@ pub struct CpuView {
 /// The longest wait for a busy CPU's tick to kick the nohz idle balancer (HZ=100).
 pub(crate) const NOHZ_KICK_MS: u64 = 10;
 
+/// The stopper threads' pids (one per CPU, started at boot): a set, and the range it spans,
+/// which settles the check every switch and wakeup makes for nearly every task without a
+/// hash lookup.
+#[derive(Clone, Debug, Default)]
+struct Stoppers {
+    set: IdSet<Pid>,
+    lo: Pid,
+    hi: Pid,
+}
+
+impl Stoppers {
+    fn insert(&mut self, pid: Pid) {
+        if self.set.is_empty() {
+            (self.lo, self.hi) = (pid, pid);
+        }
+        (self.lo, self.hi) = (self.lo.min(pid), self.hi.max(pid));
+        self.set.insert(pid);
+    }
+
+    #[inline]
+    fn contains(&self, pid: Pid) -> bool {
+        (self.lo..=self.hi).contains(&pid) && !self.set.is_empty() && self.set.contains(&pid)
+    }
+}
+
 /// The balancer model; see the module documentation. `X` is what the owner of its task
 /// table keeps per task beside it ([`TaskTable`]).
 #[derive(Clone, Debug)]
@@ -217,7 +242,7 @@ pub struct Model<X = ()> {
     llc_idle: Vec<u32>,
     tasks: TaskTable<X>,
     /// Pids of the CPUs' stopper threads (`migration/N`), which are not CFS tasks.
-    stoppers: IdSet<Pid>,
+    stoppers: Stoppers,
     /// Wakeups between `sched_waking` and `sched_wakeup` (see `waking`).
     wakes: waking::InFlight,
     log: FindingLog,
@@ -263,7 +288,7 @@ impl<X: TaskExt> Model<X> {
             cpus: vec![CpuState::default(); cpu_slots(topo)],
             known_idle: CpuSet::new(),
             tasks: TaskTable::default(),
-            stoppers: IdSet::default(),
+            stoppers: Stoppers::default(),
             wakes: waking::InFlight::default(),
             moves: vec![0; n],
             prev_imbalance: vec![0; n],
@@ -411,7 +436,7 @@ impl<X: TaskExt> Model<X> {
     #[inline]
     pub fn woken(&mut self, t: u64, pid: Pid, target: u32) -> Option<&mut X> {
         self.wake_done(pid);
-        if !self.stoppers.is_empty() && self.stoppers.contains(&pid) {
+        if self.stoppers.contains(pid) {
             if let Some(c) = self.cpu_mut(target) {
                 c.stopper = true;
             }
@@ -424,11 +449,11 @@ impl<X: TaskExt> Model<X> {
     /// out asleep (it never waits preempted: the stop class preempts every other).
     #[inline]
     pub fn stopper_switch(&mut self, cpu: u32, prev: Pid, prev_state: u32, next: Pid) {
-        if self.stoppers.is_empty() {
+        let next_is = self.stoppers.contains(next);
+        let prev_sleeps = prev_state != 0 && self.stoppers.contains(prev);
+        if !next_is && !prev_sleeps {
             return;
         }
-        let next_is = self.stoppers.contains(&next);
-        let prev_sleeps = prev_state != 0 && self.stoppers.contains(&prev);
         if let Some(c) = self.cpu_mut(cpu) {
             if next_is {
                 c.stopper = true;

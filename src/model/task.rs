@@ -18,6 +18,7 @@ use crate::cpuset::CpuSet;
 use crate::event::{Pid, Reason};
 use crate::idhash::IdMap;
 use crate::topology::{first_holders, NOT_HELD};
+use std::collections::hash_map::Entry;
 
 /// A task's last migration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -239,11 +240,17 @@ impl<X: TaskExt> TaskTable<X> {
         Some(&mut t.ext)
     }
 
-    /// It was seen on `cpu` (switched out there), if it has an entry.
+    /// It was seen on `cpu` (switched out there), if it has an entry; returns the owner's
+    /// part of it, made if missing when `make` (a new entry has seen no CPU yet).
     #[inline]
-    pub fn seen_on(&mut self, pid: Pid, cpu: u32) {
-        if let Some(t) = self.tasks.get_mut(&pid) {
-            seen_at(t, &mut self.unseen, self.notice, pid, cpu);
+    pub fn seen_on(&mut self, pid: Pid, cpu: u32, make: bool) -> Option<&mut X> {
+        match self.tasks.entry(pid) {
+            Entry::Occupied(o) => {
+                let t = o.into_mut();
+                seen_at(t, &mut self.unseen, self.notice, pid, cpu);
+                Some(&mut t.ext)
+            }
+            Entry::Vacant(v) => make.then(|| &mut v.insert(Task::default()).ext),
         }
     }
 
