@@ -71,8 +71,7 @@ fn num(v: f64) -> String {
 fn draw_table(f: &mut Frame, area: Rect, d: &Diff, scroll: usize, pal: Palette) {
     // The runs and the warnings wrap at their spaces (up to three lines each) rather than
     // run past the edge; the table's rows take what is left.
-    // The last column stays free: a line that fills it cannot be told from one cut there.
-    let width = usize::from(area.width).saturating_sub(1);
+    let width = super::text_room(area.width);
     let head = if crate::output::diff_text::is_multi(d) {
         format!(
             "baseline {} runs   new {} runs: means of the runs, Welch's interval over runs, \

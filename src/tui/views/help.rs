@@ -39,8 +39,7 @@ const INDENT: usize = 20;
 /// One key or view and its description, the description wrapped at word boundaries to
 /// `width` columns under its own column (never cut at the screen's edge).
 fn entry(k: &str, what: &str, width: u16, key_style: ratatui::style::Style) -> Vec<Line<'static>> {
-    // The last column stays free: a line that fills it cannot be told from one cut there.
-    let room = usize::from(width).saturating_sub(INDENT + 1).max(20);
+    let room = super::text_room(width).saturating_sub(INDENT).max(20);
     let rows = super::wrap_words(what, room, usize::MAX);
     rows.into_iter()
         .enumerate()

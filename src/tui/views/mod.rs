@@ -301,6 +301,12 @@ pub fn pack<'a>(parts: impl IntoIterator<Item = &'a str>, sep: &str, width: usiz
     lines
 }
 
+/// The columns a line of wrapped text may take in `width`: all but the last, which stays
+/// free because a line that fills it cannot be told from one cut there.
+pub fn text_room(width: u16) -> usize {
+    usize::from(width).saturating_sub(1)
+}
+
 /// `text` broken at its spaces into lines of at most `width` columns (a word wider than
 /// that alone on its line, cut), at most `max` lines, the last cut with `…` if text is left.
 pub fn wrap_words(text: &str, width: usize, max: usize) -> Vec<String> {

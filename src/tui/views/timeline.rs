@@ -242,7 +242,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     } else {
         vec![SHORT_LEGEND]
     };
-    let width = usize::from(area.width);
+    let width = super::text_room(area.width);
     let sel = ui.row.min(rows.len().saturating_sub(1));
     // The header and the cursor line wrap at their spaces rather than run past the edge
     // (the cursor line on two lines at most, its cut marked): the grid takes what is left.
