@@ -526,3 +526,32 @@ fn a_folded_source_s_waiting_counts_are_marked_as_samples() {
     let streamed = app_of(Topology::synthetic_flat(2), &story(1));
     assert!(!render(&streamed, 132, 40).join("\n").contains(note));
 }
+
+/// The full legend shows from the width where each of its lines fits beside the free last
+/// column, and then whole (its first line once ran one column past a 120-column screen, its
+/// closing parenthesis cut unmarked); narrower screens get the one-line legend.
+#[test]
+fn the_legend_is_whole_or_short() {
+    use crate::tui::views::timeline::legend_lines;
+    let app = app_of(Topology::synthetic_flat(2), &story(1));
+    for w in [80, 100, 117, 118, 120, 132] {
+        let scr = render(&app, w, 40);
+        match legend_lines(3, w) {
+            Some(lines) => {
+                for l in lines {
+                    assert!(l.chars().count() < usize::from(w), "{l}");
+                    assert!(scr.iter().any(|r| r.trim_end() == *l), "{w}: {scr:#?}");
+                }
+            }
+            None => assert!(
+                scr.iter().any(|r| r.contains("(? legend)")),
+                "{w}: {scr:#?}"
+            ),
+        }
+    }
+    assert!(
+        legend_lines(3, 120).is_some(),
+        "the full legend fits 120 columns"
+    );
+    assert!(legend_lines(3, 117).is_none());
+}

@@ -2,7 +2,7 @@
 //! a CPU grid as the timeline view draws it, at the same zoom and the same time from its own
 //! run's start; the cursor is the last column of both, described per side under its grid.
 
-use super::timeline::{cell_text, describe, grid_lines, reason_letter, LEGEND};
+use super::timeline::{cell_text, describe, grid_lines, legend_lines, reason_letter};
 use crate::analyze::timeline::MarkKind;
 use crate::tui::app::App;
 use crate::tui::diff_timeline::DiffSide;
@@ -127,7 +127,6 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     // from each run's start.
     let end = ((offset + 1).div_ceil(cell_ns) * cell_ns) as i64;
     let start = end - (cell_ns * cols as u64) as i64;
-    let wide = area.width >= 120;
     let mut lines = vec![Line::styled(
         format!(
             "cell {}  t={}..{} s from each run's start  cursor {} s  fold {}",
@@ -139,7 +138,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
         ),
         pal.title(),
     )];
-    let legend: Vec<&str> = if wide { LEGEND[..2].to_vec() } else { vec![] };
+    let legend = legend_lines(2, area.width).map_or_else(Vec::new, <[_]>::to_vec);
     let body = (area.height as usize).saturating_sub(1 + legend.len());
     let half = body / 2;
     for (i, side) in d.sides.iter().enumerate() {

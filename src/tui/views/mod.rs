@@ -11,7 +11,7 @@ pub mod history;
 mod latency;
 mod migrations;
 mod overview;
-mod timeline;
+pub(crate) mod timeline;
 
 pub use explain::{lines as explain_lines, window as explain_window};
 pub use findings::rows as finding_rows;

@@ -17,17 +17,28 @@ use ratatui::Frame;
 
 /// The summary rule and the glyphs, as the help view and the wide legend say them.
 pub const LEGEND: &[&str] = &[
-    "cell: · idle  ▄ partly running  █ running  1-9 running with N waiting (the most at any instant of the cell; + 10 or more)",
+    "cell: · idle  ▄ partly running  █ running  1-9 running with N waiting (the most at any instant; + 10 or more)",
     "marks: the reason's letter, UPPER on the destination row, lower on the source; * a balancer search found an imbalance",
     "W wakeup F fork E exec P periodic N nohz I newidle A active U numa X affinity H hotplug R rt D dl S ext ? unknown",
     "folded rows: times summed over the group's CPUs, a digit is the most waiting on one of its CPUs; enter expands",
 ];
 
-/// The one-line legend of a narrow screen.
+/// The first `n` lines of [`LEGEND`] when each fits `width`'s text room, else none: a legend
+/// line is never cut at the screen's edge. (Its glyphs take one column each.)
+pub fn legend_lines(n: usize, width: u16) -> Option<&'static [&'static str]> {
+    let lines = &LEGEND[..n.min(LEGEND.len())];
+    let room = super::text_room(width);
+    lines
+        .iter()
+        .all(|l| l.chars().count() <= room)
+        .then_some(lines)
+}
+
 /// What the header and a finding's evidence add when the source folds in the kernel
 /// (`--fold`): waiting counts above 2 are samples of `nr_running`.
 pub const SAMPLED_NOTE: &str = "--fold: waiting above 2 sampled each ms";
 
+/// The one-line legend of a narrow screen.
 const SHORT_LEGEND: &str = "·idle ▄part █run 1-9 waiting  W/w moved in/out  * balancer  (? legend)";
 
 /// A reason's letter (upper case: the destination row).
@@ -236,12 +247,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     let base = base_ns(app);
     let end_ns = base + (end.saturating_sub(base) / cell_ns + 1) * cell_ns;
     let start_ns = end_ns.saturating_sub(cell_ns * cols as u64);
-    let wide = area.width >= 120;
-    let legend: Vec<&str> = if wide {
-        LEGEND[..3].to_vec()
-    } else {
-        vec![SHORT_LEGEND]
-    };
+    let legend = legend_lines(3, area.width).map_or_else(|| vec![SHORT_LEGEND], <[_]>::to_vec);
     let width = super::text_room(area.width);
     let sel = ui.row.min(rows.len().saturating_sub(1));
     // The header and the cursor line wrap at their spaces rather than run past the edge
