@@ -185,6 +185,28 @@ impl Drop for Workload {
     }
 }
 
+/// A spawned process killed and reaped when dropped: a test that fails between its start and
+/// its end must not leave it running (a recording without `-d`, a load process) into the
+/// tests after it.
+pub struct Reaped(pub Child);
+
+impl Reaped {
+    /// Spawns `cmd`.
+    pub fn spawn(cmd: &mut Command) -> Reaped {
+        Reaped(
+            cmd.spawn()
+                .unwrap_or_else(|e| panic!("{cmd:?} starts: {e}")),
+        )
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn wait_line(rx: &std::sync::mpsc::Receiver<String>, prefix: &str, timeout: Duration) -> String {
     let end = Instant::now() + timeout;
     loop {

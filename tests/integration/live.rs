@@ -428,15 +428,16 @@ fn compare_with_runqlat(extra: &[&str]) {
         .copied()
         .filter(|a| *a != "--by-process" && *a != "--crowd")
         .collect();
-    let mut crowd: Vec<std::process::Child> = (0..if crowded { 40 } else { 0 })
+    // Killed when dropped, also when an assertion below fails.
+    let crowd: Vec<Reaped> = (0..if crowded { 40 } else { 0 })
         .map(|_| {
-            example("mixed")
-                .args(["--comm", "lbscrowd", "--cpu-threads", "0"])
-                .args(["--io-threads", "1", "--sleep-us", "5000"])
-                .args(["--duration-ms", "60000"])
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .expect("a crowd process starts")
+            Reaped::spawn(
+                example("mixed")
+                    .args(["--comm", "lbscrowd", "--cpu-threads", "0"])
+                    .args(["--io-threads", "1", "--sleep-us", "5000"])
+                    .args(["--duration-ms", "60000"])
+                    .stdout(std::process::Stdio::null()),
+            )
         })
         .collect();
     let comm = unique_comm("lbslat");
@@ -472,10 +473,7 @@ fn compare_with_runqlat(extra: &[&str]) {
     assert!(ok, "lbscope exits 0: {err}");
     let (_, rq_out, _) = rq.interrupt();
     wl.finish();
-    for c in &mut crowd {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
+    drop(crowd);
 
     let theirs = runqlat_hist(&rq_out);
     let their_total: u64 = theirs.values().sum();

@@ -128,10 +128,8 @@ fn a_report_without_recording_leaves_out_what_only_a_recording_reads() {
 fn kill_9_while_recording_leaves_a_readable_file() {
     let Some(_g) = live_guard() else { return };
     let file = tmp("killed.lbs");
-    let mut child = lbscope()
-        .args(["record", "-q", "-o", &file])
-        .spawn()
-        .unwrap();
+    // Killed when dropped: a failed assertion must not leave it recording.
+    let mut child = Reaped::spawn(lbscope().args(["record", "-q", "-o", &file]));
     let mut wl = example("mixed");
     wl.args([
         "--cpu-threads",
@@ -143,9 +141,9 @@ fn kill_9_while_recording_leaves_a_readable_file() {
     ]);
     assert!(wl.output().unwrap().status.success());
     let _ = Command::new("kill")
-        .args(["-KILL", &child.id().to_string()])
+        .args(["-KILL", &child.0.id().to_string()])
         .status();
-    let _ = child.wait();
+    let _ = child.0.wait();
     let o = lbs(&["report", &file, "--json", "-i", "1"]);
     no_panic(&o);
     let code = o.status.code().unwrap();

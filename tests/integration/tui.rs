@@ -217,12 +217,12 @@ pub(crate) fn number_after(screen: &str, key: &str) -> f64 {
 fn top_live_shows_every_view_and_quits_cleanly() {
     let Some(_g) = live_guard() else { return };
     let comm = format!("lbstui{}", std::process::id() % 100_000);
-    let mut load = example("mixed")
-        .args(["--cpu-threads", "2", "--io-threads", "2"])
-        .args(["--duration-ms", "40000", "--comm", &comm])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let load = Reaped::spawn(
+        example("mixed")
+            .args(["--cpu-threads", "2", "--io-threads", "2"])
+            .args(["--duration-ms", "40000", "--comm", &comm])
+            .stdout(Stdio::null()),
+    );
     let t = Tmux::start("top", &format!("{} top", bin()), 100, 30);
     // Overview: live figures once the first interval closed.
     let s = t.wait_for(
@@ -337,8 +337,7 @@ fn top_live_shows_every_view_and_quits_cleanly() {
     assert_ne!(clock(&s), clock(&held), "resumed: newer intervals");
 
     t.quit_cleanly();
-    let _ = load.kill();
-    let _ = load.wait();
+    drop(load);
 }
 
 /// The 1 s intervals of a recording of the repository (`rel` from its root), as `replay`
