@@ -58,7 +58,7 @@ pub enum Action {
     Oldest,
     /// Timeline: the newest time (live: follow it again).
     Newest,
-    /// Timeline: fold rows by CPU, LLC or NUMA node.
+    /// Timeline: rows per CPU, LLC or NUMA node, or as the machine's width calls for.
     Fold,
     /// Next history chart (Overview).
     SeriesNext,
@@ -125,7 +125,7 @@ pub const TIMELINE_KEYS: &[(&str, &str)] = &[
         "up/down  j/k",
         "select a row (a finding's timeline: scroll)",
     ),
-    ("f", "fold rows: auto, cpu, llc, node"),
+    ("f", "rows per: auto, cpu, llc, node"),
 ];
 
 /// The action of a key. While typing a filter, printable keys are text.

@@ -150,22 +150,43 @@ fn llc_spans(topo: &Topology) -> Option<Vec<CpuSet>> {
     Some(l.domains.iter().map(|d| d.span).collect())
 }
 
-/// The rows of the grid (a grid lower than them scrolls with the selection).
-pub fn rows(topo: &Topology, ui: &TimelineUi) -> Vec<Row> {
-    let cpus: Vec<usize> = topo.online.iter().collect();
-    let llcs = llc_spans(topo).filter(|s| s.len() > 1 && s.len() < cpus.len());
+/// The groups a machine has: its LLCs (when it has more than one and they are not single
+/// CPUs) and its NUMA nodes (when more than one).
+fn groups(topo: &Topology) -> (Option<Vec<CpuSet>>, Option<Vec<CpuSet>>) {
+    let n = topo.online.iter().count();
+    let llcs = llc_spans(topo).filter(|s| s.len() > 1 && s.len() < n);
     let nodes = (topo.numa_nodes.len() > 1).then(|| topo.numa_nodes.clone());
-    let fold = match ui.fold {
-        Fold::Auto if cpus.len() <= AUTO_ROWS => Fold::Cpus,
+    (llcs, nodes)
+}
+
+/// What the rows are per on this machine: `ui`'s choice, with `Auto` settled (CPUs when they
+/// fit the screen, else LLCs, else nodes) and a grouping the machine lacks falling back to the
+/// other one, or to CPUs.
+pub fn per(topo: &Topology, ui: &TimelineUi) -> Fold {
+    let (llcs, nodes) = groups(topo);
+    let want = match ui.fold {
+        Fold::Auto if topo.online.iter().count() <= AUTO_ROWS => Fold::Cpus,
         Fold::Auto => match &llcs {
             Some(l) if l.len() <= AUTO_ROWS || nodes.is_none() => Fold::Llc,
             _ => Fold::Node,
         },
         f => f,
     };
-    let (groups, name) = match fold {
-        Fold::Llc => (llcs.or(nodes), "llc"),
-        Fold::Node => (nodes.or(llcs), "node"),
+    match (want, llcs.is_some(), nodes.is_some()) {
+        (Fold::Llc, false, true) => Fold::Node,
+        (Fold::Node, true, false) => Fold::Llc,
+        (Fold::Llc, false, false) | (Fold::Node, false, false) => Fold::Cpus,
+        (f, _, _) => f,
+    }
+}
+
+/// The rows of the grid (a grid lower than them scrolls with the selection).
+pub fn rows(topo: &Topology, ui: &TimelineUi) -> Vec<Row> {
+    let cpus: Vec<usize> = topo.online.iter().collect();
+    let (llcs, nodes) = groups(topo);
+    let (groups, name) = match per(topo, ui) {
+        Fold::Llc => (llcs, "llc"),
+        Fold::Node => (nodes, "node"),
         _ => (None, ""),
     };
     let cpu_row = |c: usize, nested: bool| Row {

@@ -228,7 +228,7 @@ fn two_hundred_fifty_six_cpus_fold_by_llc_and_expand() {
     for (w, h) in SIZES {
         let scr = render(&app, w, h);
         let all = scr.join("\n");
-        assert!(all.contains("fold auto: folded"), "{all}");
+        assert!(all.contains("per llc (auto), enter expands"), "{all}");
         // 16 LLC rows; 80x24 shows as many as fit and says so.
         let shown = scr.iter().filter(|l| l.starts_with("+llc ")).count();
         assert!(shown >= 12, "{all}");

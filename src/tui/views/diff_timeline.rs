@@ -2,7 +2,7 @@
 //! a CPU grid as the timeline view draws it, at the same zoom and the same time from its own
 //! run's start; the cursor is the last column of both, described per side under its grid.
 
-use super::timeline::{cell_text, describe, grid_lines, legend_lines, reason_letter};
+use super::timeline::{cell_text, describe, grid_lines, legend_lines, per_text, reason_letter};
 use crate::analyze::timeline::MarkKind;
 use crate::tui::app::App;
 use crate::tui::diff_timeline::DiffSide;
@@ -129,12 +129,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     let start = end - (cell_ns * cols as u64) as i64;
     let mut lines = vec![Line::styled(
         format!(
-            "cell {}  t={}..{} s from each run's start  cursor {} s  fold {}",
+            "cell {}  t={}..{} s from each run's start  cursor {} s  {}",
             cell_text(cell_ns),
             secs(start),
             secs(end),
             secs(offset as i64),
-            app.tl.fold.name()
+            per_text(d.sides.iter().map(|s| &s.topo), &app.tl)
         ),
         pal.title(),
     )];

@@ -29,7 +29,7 @@ const VIEWS: &[(&str, &str)] = &[
     ),
     (
         "7 Timeline",
-        "one row per CPU (or LLC/node, folded), time across",
+        "one row per CPU (per LLC or node on wide machines), time across",
     ),
 ];
 

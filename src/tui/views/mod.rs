@@ -159,9 +159,9 @@ fn footer_line(app: &App, pal: Palette) -> Line<'static> {
     let keys = if app.view == View::Explain {
         "esc back  j/k scroll  h/l move  i/o zoom  ? help  q quit"
     } else if app.view == View::Timeline && app.diff.is_some() {
-        "q quit  ? help  tab table  h/l cursor  H/L page  i/o zoom  f fold  enter expand  g/G ends"
+        "q quit  ? help  tab table  h/l cursor  H/L page  i/o zoom  f rows  enter expand  g/G ends"
     } else if app.view == View::Timeline {
-        "q quit  ? help  h/l cursor  H/L page  i/o zoom  f fold  enter expand  G newest  p pause"
+        "q quit  ? help  h/l cursor  H/L page  i/o zoom  f rows  enter expand  G newest  p pause"
     } else if app.diff.is_some() && app.diff_timelines.is_some() {
         "q quit  j/k scroll  tab timeline  ? help"
     } else if app.diff.is_some() {

@@ -6,9 +6,10 @@
 use super::waiting;
 use crate::analyze::timeline::{CellKind, MarkKind, Timeline};
 use crate::event::Reason;
+use crate::topology::Topology;
 use crate::tui::app::App;
 use crate::tui::term::Palette;
-use crate::tui::timeline::{focus_ns, rows, Fold, Row};
+use crate::tui::timeline::{focus_ns, per, rows, Fold, Row, TimelineUi};
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -20,7 +21,7 @@ pub const LEGEND: &[&str] = &[
     "cell: · idle  ▄ partly running  █ running  1-9 running with N waiting (the most at any instant; + 10 or more)",
     "marks: the reason's letter, UPPER on the destination row, lower on the source; * a balancer search found an imbalance",
     "W wakeup F fork E exec P periodic N nohz I newidle A active U numa X affinity H hotplug R rt D dl S ext ? unknown",
-    "folded rows: times summed over the group's CPUs, a digit is the most waiting on one of its CPUs; enter expands",
+    "grouped rows: times summed over the group's CPUs, a digit is the most waiting on one of its CPUs; enter expands",
 ];
 
 /// The first `n` lines of [`LEGEND`] when each fits `width`'s text room, else none: a legend
@@ -149,6 +150,27 @@ pub fn grid_lines(
 }
 
 /// A cell's length: `100 us`, `20 ms`, `2 s`.
+/// What the header says the rows are per: "per llc" as `f` chose, "per cpu (auto)" where it
+/// left the choice to the machine, and ", enter expands" when the rows are groups. Over the
+/// runs of a diff, each grouping they settle on ("per cpu/llc (auto)").
+pub fn per_text<'a>(topos: impl IntoIterator<Item = &'a Topology>, ui: &TimelineUi) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    let mut grouped = false;
+    for t in topos {
+        let p = per(t, ui);
+        grouped |= p != Fold::Cpus;
+        if !names.contains(&p.name()) {
+            names.push(p.name());
+        }
+    }
+    format!(
+        "per {}{}{}",
+        names.join("/"),
+        if ui.fold == Fold::Auto { " (auto)" } else { "" },
+        if grouped { ", enter expands" } else { "" }
+    )
+}
+
 pub fn cell_text(ns: u64) -> String {
     match ns {
         n if n < 1_000_000 => format!("{} us", n / 1_000),
@@ -256,17 +278,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
         let line = cursor_line(tl, r, end_ns - cell_ns, end_ns, base);
         super::wrap_words(&line, width, 2)
     });
-    let fold = match ui.fold {
-        Fold::Auto => match rows.first() {
-            Some(r) if r.group => "auto: folded, enter expands",
-            _ => "auto",
-        },
-        f => f.name(),
-    };
+    let per = per_text([&app.topo], ui);
     let header = |grid_h: usize| {
         let first = super::scroll_start(sel, grid_h, rows.len());
         let text = format!(
-            "cell {}  t={}..{} s  fold {fold}  rows {}-{} of {}{}{}",
+            "cell {}  t={}..{} s  {per}  rows {}-{} of {}{}{}",
             cell_text(cell_ns),
             rel_ms(start_ns, base),
             rel_ms(end_ns, base),
