@@ -59,12 +59,12 @@ fn replay_timeline_keys_and_a_finding_explained() {
         "{c3} in {shown}\n{s}"
     );
     t.keys("G");
-    // Fold: cpu, then llc (4 rows), expand the first.
+    // Rows per cpu (chosen, no longer "(auto)"), then per llc (4 rows), expand the first.
     t.keys("f");
-    t.wait_for(&["fold cpu"], Duration::from_secs(3));
+    t.wait_for(&["per cpu  rows"], Duration::from_secs(3));
     t.keys("f");
     let s = t.wait_for(
-        &["fold llc", "+llc 0-3", "+llc 12-15"],
+        &["per llc, enter expands", "+llc 0-3", "+llc 12-15"],
         Duration::from_secs(3),
     );
     assert!(!s.contains("cpu 15 "), "{s}");
