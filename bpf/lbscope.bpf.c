@@ -63,6 +63,7 @@ struct lbs_wake _lbs_wake = {};
 struct lbs_migrate _lbs_migrate = {};
 struct lbs_migrate_frames _lbs_migrate_frames = {};
 struct lbs_rq _lbs_rq = {};
+struct lbs_pair _lbs_pair = {};
 struct lbs_softirq _lbs_softirq = {};
 struct lbs_numa _lbs_numa = {};
 struct lbs_task _lbs_task = {};
@@ -79,6 +80,7 @@ enum lbs_numa_op _lbs_numa_op = 0;
 enum lbs_balance_origin _lbs_balance_origin = 0;
 enum lbs_rt_func _lbs_rt_func = 0;
 enum lbs_stage _lbs_stage = 0;
+enum lbs_pair_flags _lbs_pair_flags = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -427,6 +429,58 @@ static __always_inline void out_end(struct rec_out *o, __u64 ts, bool flush)
 	if (flush || b->n >= LBS_STAGE_SLOTS || ts - b->first_ts >= STAGE_AGE_NS)
 		stage_flush(b);
 	b->busy = 0;
+}
+
+/*
+ * A switch or a wakeup whose run queue's length was the last record this CPU staged (the
+ * dequeue of the task going to sleep just before its switch, the enqueue of a woken task just
+ * before its wakeup, under the same hold of the run queue's lock) takes that record's slot:
+ * one LBS_SWITCH_NR or LBS_WAKEUP_NR record (bpf/lbscope.h) that user space splits back into
+ * the two, each at its own time. Nothing comes between them in this CPU's records, so what
+ * user space gets is what the two slots would have said. Returns whether it did; `flush` as
+ * in out_end.
+ */
+static __always_inline bool stage_pair(__u64 ts, __u16 kind, __u32 rq_cpu, __u32 x, __u32 y,
+				       __u32 z, bool flush)
+{
+	struct stage_buf *b = stage_get();
+	__u64 v0, v1, v2, dt;
+	struct lbs_pair *p;
+	struct lbs_rq *r;
+	bool paired = false;
+	__u32 n;
+
+	if (!b || __sync_val_compare_and_swap(&b->busy, 0, 1))
+		return false;
+	n = b->n;
+	if (n == 0 || n > LBS_STAGE_SLOTS)
+		goto out;
+	r = (void *)b->slots[(n - 1) & (LBS_STAGE_SLOTS - 1)];
+	dt = ts - r->h.ts;
+	if (r->h.kind != LBS_NR_RUNNING || r->rq_cpu != rq_cpu || dt > 0xffffffffULL)
+		goto out;
+	/* The two layouts share the slot: the length's fields are read before any is written. */
+	v0 = r->v0;
+	v1 = r->v1;
+	v2 = r->v2;
+	p = (void *)r;
+	p->h.kind = kind;
+	p->h.flags = (v1 & LBS_UTIL_EST_SENT ? LBS_PAIR_UTIL_EST : 0) |
+		     (v2 & LBS_UTIL_EST_SENT ? LBS_PAIR_CFS : 0);
+	p->dt = (__u32)dt;
+	p->nr = (__u32)v0;
+	p->util_est = (__u32)v1;
+	p->cfs_h_nr = (__u32)v2;
+	p->x = x;
+	p->y = y;
+	p->z = z;
+	p->pad = 0;
+	paired = true;
+	if (flush || ts - b->first_ts >= STAGE_AGE_NS)
+		stage_flush(b);
+out:
+	b->busy = 0;
+	return paired;
 }
 
 static __always_inline __u32 task_cpu_of(const bool btf, struct task_struct *p)
@@ -886,6 +940,10 @@ static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 		note_task(btf, ts, prev, true);
 	else
 		resync_cfs(btf, ts, prev);
+	/* An idle CPU sends nothing more: what it staged goes now. */
+	if (stage_pair(ts, LBS_SWITCH_NR, bpf_get_smp_processor_id(), prev_pid, next_pid,
+		       (__u32)state, next_pid == 0))
+		return 0;
 	e = out_begin(&o, sizeof(*e), LBS_SWITCH, ts);
 	if (!e)
 		return 0;
@@ -901,13 +959,18 @@ static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 static __always_inline int emit_wake(const bool btf, __u64 ts, struct task_struct *p, __u16 kind,
 				     __u32 a)
 {
+	__u32 pid = RD(btf, p, pid), tgid = RD(btf, p, tgid);
+	struct lbs_wake *e;
 	struct rec_out o;
-	struct lbs_wake *e = out_begin(&o, sizeof(*e), kind, ts);
 
+	/* A wakeup's run queue is its target's. */
+	if (kind == LBS_WAKEUP && stage_pair(ts, LBS_WAKEUP_NR, a, pid, tgid, a, false))
+		return 0;
+	e = out_begin(&o, sizeof(*e), kind, ts);
 	if (!e)
 		return 0;
-	e->pid = RD(btf, p, pid);
-	e->tgid = RD(btf, p, tgid);
+	e->pid = pid;
+	e->tgid = tgid;
 	e->a = a;
 	e->pad = 0;
 	out_end(&o, ts, false);

@@ -32,6 +32,8 @@ enum lbs_kind {
 	LBS_BALANCE_CALL = 15, /* likewise */
 	LBS_RT_CALL = 16, /* likewise */
 	LBS_STAGED = 17, /* h.flags records of one CPU, each in an LBS_STAGE_SLOT-byte slot */
+	LBS_SWITCH_NR = 18, /* staged only: an LBS_NR_RUNNING and the LBS_SWITCH after it */
+	LBS_WAKEUP_NR = 19, /* staged only: an LBS_NR_RUNNING and the LBS_WAKEUP after it */
 };
 
 /* A CPU's frequent small records (switch, wakeups, run-queue samples, softirq) are gathered
@@ -121,6 +123,32 @@ struct lbs_rq {
 	__u64 v0;
 	__u64 v1;
 	__u64 v2;
+};
+
+/* LBS_SWITCH_NR, LBS_WAKEUP_NR: a run-queue length and the switch or wakeup that came right
+ * after it in the same CPU's stage, on the same run queue (the dequeue of the task going to
+ * sleep and its switch; the enqueue of a woken task and its wakeup), in one slot. User space
+ * splits it back into the two records, each at its own time: h.ts is the run-queue length's,
+ * h.ts + dt the second record's. The length's fields are those of lbs_rq: nr (v0), util_est
+ * (v1, sent when h.flags has LBS_PAIR_UTIL_EST), cfs_h_nr (v2, sent when h.flags has
+ * LBS_PAIR_CFS). The second record's: x, y, z = prev_pid, next_pid, prev_state of a switch
+ * (its run queue is h.cpu's), pid, tgid, target_cpu of a wakeup (its run queue is
+ * target_cpu's). */
+enum lbs_pair_flags {
+	LBS_PAIR_UTIL_EST = 1,
+	LBS_PAIR_CFS = 2,
+};
+
+struct lbs_pair {
+	struct lbs_hdr h;
+	__u32 dt;
+	__u32 nr;
+	__u32 util_est;
+	__u32 cfs_h_nr;
+	__u32 x;
+	__u32 y;
+	__u32 z;
+	__u32 pad;
 };
 
 /* LBS_SOFTIRQ: h.flags bit 0 = entry, bit 1 = idle */

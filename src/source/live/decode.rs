@@ -21,6 +21,18 @@ const INLINE_STACK_IDS: u32 = 1 << 31;
 /// the CFS task count.
 const UTIL_EST_SENT: u64 = 1 << 32;
 
+/// A run-queue length as `LBS_NR_RUNNING` carries it (v0 the count; v1, v2 util_est and the
+/// CFS count, each present when it has `UTIL_EST_SENT`).
+fn nr_running(rq_cpu: u32, v0: u64, v1: u64, v2: u64) -> EventKind {
+    EventKind::NrRunning {
+        // CPU numbers stay far below 2^16 (NR_CPUS is at most 8192).
+        rq_cpu: u16::try_from(rq_cpu).unwrap_or(u16::MAX),
+        nr_running: v0 as u32,
+        util_est: OptU32::new((v1 & UTIL_EST_SENT != 0).then_some(v1 as u32)),
+        cfs_h_nr_running: OptU32::new((v2 & UTIL_EST_SENT != 0).then_some(v2 as u32)),
+    }
+}
+
 /// Where decoded events go: a batch, or the merge's queue of the record's CPU.
 pub trait Out {
     /// Appends one event.
@@ -152,13 +164,16 @@ impl Decoder {
                 }
                 None => None,
             },
-            t::lbs_kind::LBS_NR_RUNNING => read::<t::lbs_rq>(data).map(|r| EventKind::NrRunning {
-                // CPU numbers stay far below 2^16 (NR_CPUS is at most 8192).
-                rq_cpu: u16::try_from(r.rq_cpu).unwrap_or(u16::MAX),
-                nr_running: r.v0 as u32,
-                util_est: OptU32::new((r.v1 & UTIL_EST_SENT != 0).then_some(r.v1 as u32)),
-                cfs_h_nr_running: OptU32::new((r.v2 & UTIL_EST_SENT != 0).then_some(r.v2 as u32)),
-            }),
+            t::lbs_kind::LBS_NR_RUNNING => {
+                read::<t::lbs_rq>(data).map(|r| nr_running(r.rq_cpu, r.v0, r.v1, r.v2))
+            }
+            t::lbs_kind::LBS_SWITCH_NR | t::lbs_kind::LBS_WAKEUP_NR => {
+                match read::<t::lbs_pair>(data) {
+                    Some(r) => self.pair(&h, &r, out),
+                    None => self.malformed += 1,
+                }
+                return;
+            }
             // v2: util_avg in the low 32 bits, util_est in the high ones.
             t::lbs_kind::LBS_PELT => read::<t::lbs_rq>(data).map(|r| {
                 EventKind::Pelt(Box::new(PeltInfo {
@@ -282,6 +297,47 @@ impl Decoder {
             Some(kind) => out.push(Event { ts_ns, cpu, kind }),
             None => self.malformed += 1,
         }
+    }
+
+    /// A run-queue length and the switch or wakeup after it, in one slot (bpf/lbscope.h,
+    /// `lbs_pair`): the two events they would have been, each at its own time.
+    fn pair(&mut self, h: &t::lbs_hdr, r: &t::lbs_pair, out: &mut impl Out) {
+        let sent = |flag: t::lbs_pair_flags| {
+            if h.flags & flag.0 as u16 != 0 {
+                UTIL_EST_SENT
+            } else {
+                0
+            }
+        };
+        let (v1, v2) = (
+            u64::from(r.util_est) | sent(t::lbs_pair_flags::LBS_PAIR_UTIL_EST),
+            u64::from(r.cfs_h_nr) | sent(t::lbs_pair_flags::LBS_PAIR_CFS),
+        );
+        let (rq_cpu, second) = if t::lbs_kind(u32::from(h.kind)) == t::lbs_kind::LBS_SWITCH_NR {
+            let switch = EventKind::Switch {
+                prev_pid: r.x,
+                prev_state: r.z,
+                next_pid: r.y,
+            };
+            (h.cpu, switch)
+        } else {
+            let wakeup = EventKind::Wakeup {
+                pid: r.x,
+                target_cpu: r.z,
+            };
+            (r.z, wakeup)
+        };
+        let (ts_ns, cpu) = (h.ts, h.cpu);
+        out.push(Event {
+            ts_ns,
+            cpu,
+            kind: nr_running(rq_cpu, u64::from(r.nr), v1, v2),
+        });
+        out.push(Event {
+            ts_ns: ts_ns + u64::from(r.dt),
+            cpu,
+            kind: second,
+        });
     }
 
     /// A CPU's staged records: `h.flags` slots of `LBS_STAGE_SLOT` bytes after the header,
@@ -529,6 +585,87 @@ mod tests {
             "fewer bytes than its slots"
         );
         assert_eq!(record_cpu(&rec), Some(1));
+    }
+
+    /// A run-queue length paired with the switch or wakeup after it gives the same events,
+    /// with the same times, as the two records would on their own: a switch's run queue is
+    /// its CPU's, a wakeup's its target's; util_est and the CFS count only where sent.
+    #[test]
+    fn pairs_decode_as_their_two_records() {
+        let slot = t::lbs_stage::LBS_STAGE_SLOT.0 as usize;
+        let staged = |slots: &[Vec<u8>]| {
+            let mut outer = hdr(t::lbs_kind::LBS_STAGED, 1);
+            outer.flags = slots.len() as u16;
+            let mut rec = bytes(&outer);
+            for s in slots {
+                let mut s = s.clone();
+                s.resize(slot, 0xee);
+                rec.extend(s);
+            }
+            let mut d = Decoder::new(Kallsyms::default());
+            let mut out = vec![];
+            d.decode(&rec, &|_| None, &mut out);
+            assert_eq!(d.malformed, 0);
+            out.iter()
+                .map(|e| (e.ts_ns, e.cpu, e.kind.clone()))
+                .collect::<Vec<_>>()
+        };
+        let rq = |ts: u64, rq_cpu: u32, v1: u64, v2: u64| {
+            let mut r = t::lbs_rq {
+                h: hdr(t::lbs_kind::LBS_NR_RUNNING, 1),
+                rq_cpu,
+                pad: 0,
+                v0: 2,
+                v1,
+                v2,
+            };
+            r.h.ts = ts;
+            bytes(&r)
+        };
+        let mut sw = t::lbs_switch {
+            h: hdr(t::lbs_kind::LBS_SWITCH, 1),
+            prev_pid: 10,
+            next_pid: 11,
+            prev_state: 1,
+            pad: 0,
+        };
+        sw.h.ts = 5_000;
+        let mut wk = t::lbs_wake {
+            h: hdr(t::lbs_kind::LBS_WAKEUP, 1),
+            pid: 12,
+            tgid: 9,
+            a: 3,
+            pad: 0,
+        };
+        wk.h.ts = 7_000;
+        let alone = staged(&[
+            rq(4_000, 1, UTIL_EST_SENT | 300, UTIL_EST_SENT | 2),
+            bytes(&sw),
+            rq(6_500, 3, 0, 0),
+            bytes(&wk),
+        ]);
+        let pair = |ts: u64, kind: t::lbs_kind, flags: u16, dt: u32, xyz: [u32; 3], est: u32| {
+            let mut p = t::lbs_pair {
+                h: hdr(kind, 1),
+                dt,
+                nr: 2,
+                util_est: est,
+                cfs_h_nr: if flags & 2 != 0 { 2 } else { 0 },
+                x: xyz[0],
+                y: xyz[1],
+                z: xyz[2],
+                pad: 0,
+            };
+            p.h.ts = ts;
+            p.h.flags = flags;
+            bytes(&p)
+        };
+        let paired = staged(&[
+            pair(4_000, t::lbs_kind::LBS_SWITCH_NR, 3, 1_000, [10, 11, 1], 300),
+            pair(6_500, t::lbs_kind::LBS_WAKEUP_NR, 0, 500, [12, 9, 3], 0),
+        ]);
+        assert_eq!(alone.len(), 4);
+        assert_eq!(paired, alone);
     }
 
     #[test]
