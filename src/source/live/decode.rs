@@ -661,7 +661,14 @@ mod tests {
             bytes(&p)
         };
         let paired = staged(&[
-            pair(4_000, t::lbs_kind::LBS_SWITCH_NR, 3, 1_000, [10, 11, 1], 300),
+            pair(
+                4_000,
+                t::lbs_kind::LBS_SWITCH_NR,
+                3,
+                1_000,
+                [10, 11, 1],
+                300,
+            ),
             pair(6_500, t::lbs_kind::LBS_WAKEUP_NR, 0, 500, [12, 9, 3], 0),
         ]);
         assert_eq!(alone.len(), 4);
