@@ -479,6 +479,33 @@ mod tests {
         }
     }
 
+    /// CPU 1's switch from task 10 to task 11 at `ts`, 10 left in `prev_state`.
+    fn switch_rec(ts: u64, prev_state: u32) -> t::lbs_switch {
+        let mut sw = t::lbs_switch {
+            h: hdr(t::lbs_kind::LBS_SWITCH, 1),
+            prev_pid: 10,
+            next_pid: 11,
+            prev_state,
+            pad: 0,
+        };
+        sw.h.ts = ts;
+        sw
+    }
+
+    /// CPU 1's record of `rq_cpu`'s run-queue length at `ts`, with `v` as v0, v1, v2.
+    fn nr_rec(ts: u64, rq_cpu: u32, v: [u64; 3]) -> t::lbs_rq {
+        let mut r = t::lbs_rq {
+            h: hdr(t::lbs_kind::LBS_NR_RUNNING, 1),
+            rq_cpu,
+            pad: 0,
+            v0: v[0],
+            v1: v[1],
+            v2: v[2],
+        };
+        r.h.ts = ts;
+        r
+    }
+
     /// A name ends at its NUL (or fills the field); invalid UTF-8 is replaced, not dropped.
     #[test]
     fn task_names_end_at_nul_and_keep_invalid_bytes_visible() {
@@ -521,23 +548,8 @@ mod tests {
     #[test]
     fn staged_slots_decode_in_order() {
         let slot = t::lbs_stage::LBS_STAGE_SLOT.0 as usize;
-        let mut sw = t::lbs_switch {
-            h: hdr(t::lbs_kind::LBS_SWITCH, 1),
-            prev_pid: 10,
-            next_pid: 11,
-            prev_state: 0,
-            pad: 0,
-        };
-        sw.h.ts = 2000;
-        let mut nr = t::lbs_rq {
-            h: hdr(t::lbs_kind::LBS_NR_RUNNING, 1),
-            rq_cpu: 0,
-            pad: 0,
-            v0: 3,
-            v1: 0,
-            v2: 0,
-        };
-        nr.h.ts = 2500;
+        let sw = switch_rec(2000, 0);
+        let nr = nr_rec(2500, 0, [3, 0, 0]);
         let mut outer = hdr(t::lbs_kind::LBS_STAGED, 1);
         outer.flags = 3;
         let mut rec = bytes(&outer);
@@ -610,26 +622,8 @@ mod tests {
                 .map(|e| (e.ts_ns, e.cpu, e.kind.clone()))
                 .collect::<Vec<_>>()
         };
-        let rq = |ts: u64, rq_cpu: u32, v1: u64, v2: u64| {
-            let mut r = t::lbs_rq {
-                h: hdr(t::lbs_kind::LBS_NR_RUNNING, 1),
-                rq_cpu,
-                pad: 0,
-                v0: 2,
-                v1,
-                v2,
-            };
-            r.h.ts = ts;
-            bytes(&r)
-        };
-        let mut sw = t::lbs_switch {
-            h: hdr(t::lbs_kind::LBS_SWITCH, 1),
-            prev_pid: 10,
-            next_pid: 11,
-            prev_state: 1,
-            pad: 0,
-        };
-        sw.h.ts = 5_000;
+        let rq = |ts: u64, rq_cpu: u32, v1: u64, v2: u64| bytes(&nr_rec(ts, rq_cpu, [2, v1, v2]));
+        let sw = switch_rec(5_000, 1);
         let mut wk = t::lbs_wake {
             h: hdr(t::lbs_kind::LBS_WAKEUP, 1),
             pid: 12,
