@@ -150,10 +150,9 @@ fn llc_spans(topo: &Topology) -> Option<Vec<CpuSet>> {
     Some(l.domains.iter().map(|d| d.span).collect())
 }
 
-/// The groups a machine has: its LLCs (when it has more than one and they are not single
-/// CPUs) and its NUMA nodes (when more than one).
-fn groups(topo: &Topology) -> (Option<Vec<CpuSet>>, Option<Vec<CpuSet>>) {
-    let n = topo.online.iter().count();
+/// The groups a machine of `n` online CPUs has: its LLCs (when it has more than one and they
+/// are not single CPUs) and its NUMA nodes (when more than one).
+fn groups(topo: &Topology, n: usize) -> (Option<Vec<CpuSet>>, Option<Vec<CpuSet>>) {
     let llcs = llc_spans(topo).filter(|s| s.len() > 1 && s.len() < n);
     let nodes = (topo.numa_nodes.len() > 1).then(|| topo.numa_nodes.clone());
     (llcs, nodes)
@@ -163,10 +162,16 @@ fn groups(topo: &Topology) -> (Option<Vec<CpuSet>>, Option<Vec<CpuSet>>) {
 /// fit the screen, else LLCs, else nodes) and a grouping the machine lacks falling back to the
 /// other one, or to CPUs.
 pub fn per(topo: &Topology, ui: &TimelineUi) -> Fold {
-    let (llcs, nodes) = groups(topo);
-    let want = match ui.fold {
-        Fold::Auto if topo.online.iter().count() <= AUTO_ROWS => Fold::Cpus,
-        Fold::Auto => match &llcs {
+    let n = topo.online.iter().count();
+    let (llcs, nodes) = groups(topo, n);
+    settle(ui.fold, n, llcs.as_deref(), nodes.as_deref())
+}
+
+/// [`per`] over groups already found.
+fn settle(fold: Fold, n: usize, llcs: Option<&[CpuSet]>, nodes: Option<&[CpuSet]>) -> Fold {
+    let want = match fold {
+        Fold::Auto if n <= AUTO_ROWS => Fold::Cpus,
+        Fold::Auto => match llcs {
             Some(l) if l.len() <= AUTO_ROWS || nodes.is_none() => Fold::Llc,
             _ => Fold::Node,
         },
@@ -183,8 +188,8 @@ pub fn per(topo: &Topology, ui: &TimelineUi) -> Fold {
 /// The rows of the grid (a grid lower than them scrolls with the selection).
 pub fn rows(topo: &Topology, ui: &TimelineUi) -> Vec<Row> {
     let cpus: Vec<usize> = topo.online.iter().collect();
-    let (llcs, nodes) = groups(topo);
-    let (groups, name) = match per(topo, ui) {
+    let (llcs, nodes) = groups(topo, cpus.len());
+    let (groups, name) = match settle(ui.fold, cpus.len(), llcs.as_deref(), nodes.as_deref()) {
         Fold::Llc => (llcs, "llc"),
         Fold::Node => (nodes, "node"),
         _ => (None, ""),

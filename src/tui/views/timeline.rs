@@ -149,7 +149,6 @@ pub fn grid_lines(
         .collect()
 }
 
-/// A cell's length: `100 us`, `20 ms`, `2 s`.
 /// What the header says the rows are per: "per llc" as `f` chose, "per cpu (auto)" where it
 /// left the choice to the machine, and ", enter expands" when the rows are groups. Over the
 /// runs of a diff, each grouping they settle on ("per cpu/llc (auto)").
@@ -171,6 +170,7 @@ pub fn per_text<'a>(topos: impl IntoIterator<Item = &'a Topology>, ui: &Timeline
     )
 }
 
+/// A cell's length: `100 us`, `20 ms`, `2 s`.
 pub fn cell_text(ns: u64) -> String {
     match ns {
         n if n < 1_000_000 => format!("{} us", n / 1_000),
