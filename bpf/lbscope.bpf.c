@@ -416,7 +416,16 @@ static __always_inline void *out_begin(struct rec_out *o, __u64 size, __u16 kind
 	return o->rec;
 }
 
-/* Ends what out_begin started; `flush` sends the stage now (the CPU goes idle). */
+/* Releases a stage its caller holds (`busy`) after writing into it: sent now when `flush`
+ * (the CPU goes idle), when full, or once its oldest record is STAGE_AGE_NS old. */
+static __always_inline void stage_release(struct stage_buf *b, __u64 ts, bool flush)
+{
+	if (flush || b->n >= LBS_STAGE_SLOTS || ts - b->first_ts >= STAGE_AGE_NS)
+		stage_flush(b);
+	b->busy = 0;
+}
+
+/* Ends what out_begin started; `flush` as in stage_release. */
 static __always_inline void out_end(struct rec_out *o, __u64 ts, bool flush)
 {
 	struct stage_buf *b = o->b;
@@ -426,9 +435,7 @@ static __always_inline void out_end(struct rec_out *o, __u64 ts, bool flush)
 		return;
 	}
 	b->n++;
-	if (flush || b->n >= LBS_STAGE_SLOTS || ts - b->first_ts >= STAGE_AGE_NS)
-		stage_flush(b);
-	b->busy = 0;
+	stage_release(b, ts, flush);
 }
 
 /*
@@ -447,7 +454,6 @@ static __always_inline bool stage_pair(__u64 ts, __u16 kind, __u32 rq_cpu, __u32
 	__u64 v0, v1, v2, dt;
 	struct lbs_pair *p;
 	struct lbs_rq *r;
-	bool paired = false;
 	__u32 n;
 
 	if (!b || __sync_val_compare_and_swap(&b->busy, 0, 1))
@@ -475,12 +481,11 @@ static __always_inline bool stage_pair(__u64 ts, __u16 kind, __u32 rq_cpu, __u32
 	p->y = y;
 	p->z = z;
 	p->pad = 0;
-	paired = true;
-	if (flush || ts - b->first_ts >= STAGE_AGE_NS)
-		stage_flush(b);
+	stage_release(b, ts, flush);
+	return true;
 out:
 	b->busy = 0;
-	return paired;
+	return false;
 }
 
 static __always_inline __u32 task_cpu_of(const bool btf, struct task_struct *p)
@@ -940,7 +945,7 @@ static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 		note_task(btf, ts, prev, true);
 	else
 		resync_cfs(btf, ts, prev);
-	/* An idle CPU sends nothing more: what it staged goes now. */
+	/* An idle CPU sends nothing more: what it staged goes now (here or in out_end). */
 	if (stage_pair(ts, LBS_SWITCH_NR, bpf_get_smp_processor_id(), prev_pid, next_pid,
 		       (__u32)state, next_pid == 0))
 		return 0;
@@ -951,7 +956,6 @@ static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 	e->next_pid = next_pid;
 	e->prev_state = (__u32)state;
 	e->pad = 0;
-	/* An idle CPU sends nothing more: what it staged goes now. */
 	out_end(&o, ts, next_pid == 0);
 	return 0;
 }
