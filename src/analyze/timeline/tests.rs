@@ -38,6 +38,24 @@ fn lane_room(n: usize) -> usize {
     (n.div_ceil(blocks::BLOCK) + 2) * blocks::BLOCK * std::mem::size_of::<Change>()
 }
 
+/// A change is its 12 bytes of data, no padding: the lanes' bound is in changes, and their
+/// memory follows this size.
+#[test]
+fn a_change_takes_twelve_bytes() {
+    assert_eq!(std::mem::size_of::<Change>(), 12);
+    let c = Change {
+        t_ns: u64::MAX - 1,
+        state: CpuState {
+            known: true,
+            running: false,
+            waiting: 3,
+        },
+    };
+    let t = c.t_ns;
+    assert_eq!(t, u64::MAX - 1);
+    assert_eq!({ c.state }.waiting, 3);
+}
+
 fn kind(tl: &Timeline, cpu: u32, a: u64, b: u64) -> CellKind {
     CellKind::of(&tl.cell(cpu, a, b))
 }
