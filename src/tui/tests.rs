@@ -435,6 +435,20 @@ fn help_lists_every_key() {
             "nothing reaches the edge (cut) at {w} columns:\n{scr}"
         );
     }
+    // Scrolled down row by row, the last legend line comes whole onto the narrowest screen.
+    let last = crate::tui::views::timeline::LEGEND
+        .last()
+        .expect("a legend");
+    let mut seen = false;
+    for _ in 0..200 {
+        app.handle(Action::Down);
+        seen |= words(&render(&app, 80, 24)).contains(&words(last));
+    }
+    assert!(
+        seen,
+        "the legend's last line on screen:\n{}",
+        render(&app, 80, 24)
+    );
     app.handle(Action::Help);
     assert_eq!(app.view, View::Latency, "? again goes back");
 }

@@ -1,12 +1,14 @@
 //! The help view: every key from the keymap's tables, what each view shows, and how a
-//! timeline cell sums up its span.
+//! timeline cell sums up its span. Every line is wrapped here, at word boundaries, so that one
+//! line is one row and the scroll (`app.scroll`, in rows) reaches the last one.
 
 use crate::tui::app::App;
 use crate::tui::keymap::{KEYS, TIMELINE_KEYS};
 use crate::tui::term::Palette;
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 const VIEWS: &[(&str, &str)] = &[
@@ -38,7 +40,7 @@ const INDENT: usize = 20;
 
 /// One key or view and its description, the description wrapped at word boundaries to
 /// `width` columns under its own column (never cut at the screen's edge).
-fn entry(k: &str, what: &str, width: u16, key_style: ratatui::style::Style) -> Vec<Line<'static>> {
+fn entry(k: &str, what: &str, width: u16, key_style: Style) -> Vec<Line<'static>> {
     let room = super::text_room(width).saturating_sub(INDENT).max(20);
     let rows = super::wrap_words(what, room, usize::MAX);
     rows.into_iter()
@@ -62,22 +64,33 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     }
     lines.push(Line::styled("views", pal.title()));
     for (v, what) in VIEWS {
-        lines.extend(entry(v, what, area.width, ratatui::style::Style::default()));
+        lines.extend(entry(v, what, area.width, Style::default()));
     }
     lines.push(Line::styled("timeline keys", pal.title()));
     for (k, what) in TIMELINE_KEYS {
         lines.extend(entry(k, what, area.width, pal.title()));
     }
-    lines.push(Line::styled(
+    lines.extend(text(
         "timeline cells (a cell sums up its span: the most waiting at any instant, else the time running)",
+        0,
+        area.width,
         pal.title(),
     ));
     for l in super::timeline::LEGEND {
-        lines.push(Line::raw(format!("  {l}")));
+        lines.extend(text(l, 2, area.width, Style::default()));
     }
     let skip = app.scroll.min(lines.len().saturating_sub(1));
     f.render_widget(
-        Paragraph::new(lines.into_iter().skip(skip).collect::<Vec<_>>()).wrap(Wrap { trim: false }),
+        Paragraph::new(lines.into_iter().skip(skip).collect::<Vec<_>>()),
         area,
     );
+}
+
+/// `what` wrapped at word boundaries to `width`, each row `indent` columns in.
+fn text(what: &str, indent: usize, width: u16, style: Style) -> Vec<Line<'static>> {
+    let room = super::text_room(width).saturating_sub(indent).max(20);
+    super::wrap_words(what, room, usize::MAX)
+        .into_iter()
+        .map(|r| Line::styled(format!("{}{r}", " ".repeat(indent)), style))
+        .collect()
 }
