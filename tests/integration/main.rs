@@ -10,6 +10,7 @@ mod diff_runs;
 mod faults;
 mod flight;
 mod live;
+mod mapio;
 mod model;
 mod outputs;
 mod record;

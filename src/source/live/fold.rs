@@ -13,8 +13,10 @@
 //! bucket and runqlat slot (bpf/lbscope.h, `struct lbs_proc_hist`), split back here into the
 //! two histograms. Each bank has its own per-process map, so a flush takes the retired one's
 //! entries out in batches (a syscall for up to [`PROC_BATCH`] processes) instead of three
-//! syscalls a process; what a batch leaves (an error) is taken one entry at a time.
+//! syscalls a process; what a batch leaves (an error) is taken one entry at a time. The
+//! batches and the per-CPU lookup read into buffers the flush keeps ([`mapio::Buffers`]).
 
+use super::mapio;
 use super::skel::LbscopeSkel;
 use crate::analyze::{fine_bounds, fine_index, log2_slot, LOG2_SLOTS};
 use crate::event::{Event, EventKind, Fold, FoldedHist};
@@ -54,8 +56,8 @@ fn proc_pairs() -> &'static [Option<(usize, usize)>; PROC_BUCKETS] {
     })
 }
 
-/// Processes read and deleted by one batch syscall. Its buffer (zeroed afresh for each
-/// flush, 140 KiB) grows with it. A hash map's batch takes whole buckets and fails on one
+/// Processes read and deleted by one batch syscall. Its buffer (140 KiB, kept between
+/// flushes) grows with it. A hash map's batch takes whole buckets and fails on one
 /// larger than this: with these maps' 1,024 buckets it does not happen, and the entries one
 /// leaves are taken one at a time.
 const PROC_BATCH: u32 = 32;
@@ -70,6 +72,8 @@ pub(super) struct Folder {
     epoch: u32,
     /// Zeros to clear a bank of the per-CPU histograms with, kept between flushes.
     zeros: Vec<Vec<u8>>,
+    /// What the maps are read into.
+    bufs: mapio::Buffers,
 }
 
 impl Folder {
@@ -82,6 +86,7 @@ impl Folder {
             last: now,
             epoch: 0,
             zeros: Vec::new(),
+            bufs: mapio::Buffers::default(),
         }
     }
 
@@ -93,7 +98,7 @@ impl Folder {
     /// Reads and clears the retired bank, then makes it the filling one; appends the Fold.
     pub(super) fn flush(&mut self, skel: &LbscopeSkel<'_>, now: u64, out: &mut Vec<Event>) {
         let retired = 1 - self.filling;
-        let fold = read_bank(skel, retired, &mut self.zeros);
+        let fold = read_bank(skel, retired, &mut self.zeros, &mut self.bufs);
         self.epoch = self.epoch.wrapping_add(1);
         set_filling(skel, retired, self.epoch);
         self.filling = retired;
@@ -106,7 +111,7 @@ impl Folder {
         self.flush(skel, now, out);
         // Handlers run for microseconds: one already past its bank lookup has finished.
         std::thread::sleep(std::time::Duration::from_millis(2));
-        let fold = read_bank(skel, 1 - self.filling, &mut self.zeros);
+        let fold = read_bank(skel, 1 - self.filling, &mut self.zeros, &mut self.bufs);
         out.push(fold_event(now, fold));
     }
 }
@@ -191,23 +196,27 @@ fn parse_proc_hist(b: &[u8]) -> Option<FoldedHist> {
 }
 
 /// Reads and clears one bank of the per-CPU and the per-process histograms.
-fn read_bank(skel: &LbscopeSkel<'_>, bank: u32, zeros: &mut Vec<Vec<u8>>) -> Fold {
+fn read_bank(
+    skel: &LbscopeSkel<'_>,
+    bank: u32,
+    zeros: &mut Vec<Vec<u8>>,
+    bufs: &mut mapio::Buffers,
+) -> Fold {
     let mut fold = Fold::default();
     let key = bank.to_ne_bytes();
     let cpu_hist = &skel.maps.cpu_hist;
-    if let Ok(Some(per_cpu)) = cpu_hist.lookup_percpu(&key, MapFlags::ANY) {
-        for (cpu, b) in per_cpu.iter().enumerate() {
-            if let Some(h) = parse_hist(b) {
-                fold.by_cpu.push((cpu as u32, h));
-            }
+    let (mut cpus, mut len) = (0, 0);
+    let found = bufs.lookup_percpu(cpu_hist, &key, |cpu, b| {
+        (cpus, len) = (cpu + 1, b.len());
+        if let Some(h) = parse_hist(b) {
+            fold.by_cpu.push((cpu as u32, h));
         }
-        if !fold.by_cpu.is_empty() {
-            let len = per_cpu.first().map_or(0, Vec::len);
-            if zeros.len() != per_cpu.len() || zeros.iter().any(|z| z.len() != len) {
-                *zeros = vec![vec![0u8; len]; per_cpu.len()];
-            }
-            let _ = cpu_hist.update_percpu(&key, zeros, MapFlags::ANY);
+    });
+    if matches!(found, Ok(true)) && !fold.by_cpu.is_empty() {
+        if zeros.len() != cpus || zeros.iter().any(|z| z.len() != len) {
+            *zeros = vec![vec![0u8; len]; cpus];
         }
+        let _ = cpu_hist.update_percpu(&key, zeros, MapFlags::ANY);
     }
     let procs = if bank == 0 {
         &skel.maps.proc_hist0
@@ -221,26 +230,11 @@ fn read_bank(skel: &LbscopeSkel<'_>, bank: u32, zeros: &mut Vec<Vec<u8>>) -> Fol
             fold.by_tgid.push((tgid, h));
         }
     };
-    // A batch that ends short of its room is taken for the last, though the kernel ends one
-    // short wherever the next bucket would not fit: so again from the start (the buckets
-    // already taken are empty) until one finds nothing; each takes one entry at least, and
-    // no program adds to a retired bank, so the map's room bounds the rounds.
-    for _ in 0..=procs.max_entries() {
-        let Ok(batches) = procs.lookup_and_delete_batch(PROC_BATCH, MapFlags::ANY, MapFlags::ANY)
-        else {
-            break;
-        };
-        let mut n = 0;
-        for (k, v) in batches {
-            take(&k, &v);
-            n += 1;
-        }
-        if n == 0 {
-            break;
-        }
-    }
-    // Whatever the batches could not take (they stopped on an error), one entry at a time:
-    // one syscall that finds the map empty, as a rule.
+    // Batch after batch from the first bucket to the last; an error (ENOSPC: a bucket with
+    // more processes than a batch's room) stops them.
+    let _ = bufs.take_all(procs, PROC_BATCH, &mut take);
+    // Whatever the batches could not take, one entry at a time: one syscall that finds the
+    // map empty, as a rule.
     let rest: Vec<Vec<u8>> = procs.keys().collect();
     for k in rest {
         if let Ok(Some(v)) = procs.lookup(&k, MapFlags::ANY) {

@@ -9,6 +9,7 @@ mod fold;
 pub mod hooks;
 pub mod kallsyms;
 mod losses;
+pub mod mapio;
 mod merge;
 mod schedstat;
 mod skel;
