@@ -169,29 +169,32 @@ fn parse_hist(b: &[u8]) -> Option<FoldedHist> {
 }
 
 /// One `struct lbs_proc_hist` from its bytes, split into a [`FoldedHist`]; `None` for an
-/// empty one or a size mismatch.
+/// empty one or a size mismatch. Along the summed buckets a latency's fine bucket and slot
+/// never fall (see [`proc_pairs`]), so the last non-empty one names both vectors' lengths and
+/// each count lands in place: no scratch arrays to zero, no trailing zeros to trim.
 fn parse_proc_hist(b: &[u8]) -> Option<FoldedHist> {
-    let mut w = words(b, PROC_WORDS)?;
-    let (min_ns, max_ns) = (w.next()?, w.next()?);
-    let (mut log2, mut fine) = ([0u64; LOG2_SLOTS], [0u64; FINE_LEN]);
-    let mut count = 0;
+    let b = b.get(..PROC_WORDS * 8)?;
+    let word = |k: usize| u64::from_ne_bytes(b[k * 8..k * 8 + 8].try_into().unwrap_or([0; 8]));
     let pairs = proc_pairs();
-    for (k, n) in w.enumerate().filter(|(_, n)| *n != 0) {
-        if let Some((i, s)) = pairs[k] {
+    let (last, (i_last, s_last)) = (0..PROC_BUCKETS)
+        .rev()
+        .find_map(|k| pairs[k].filter(|_| word(2 + k) != 0).map(|p| (k, p)))?;
+    let (mut log2, mut fine) = (vec![0u64; s_last + 1], vec![0u64; i_last + 1]);
+    let mut count = 0;
+    for (k, p) in pairs[..=last].iter().enumerate() {
+        let n = word(2 + k);
+        if let Some((i, s)) = p.filter(|_| n != 0) {
             fine[i] += n;
             log2[s] += n;
             count += n;
         }
     }
-    if count == 0 {
-        return None;
-    }
     Some(FoldedHist {
         count,
-        min_ns,
-        max_ns,
-        log2: trimmed(&log2),
-        fine: trimmed(&fine),
+        min_ns: word(0),
+        max_ns: word(1),
+        log2,
+        fine,
     })
 }
 
@@ -328,6 +331,48 @@ mod tests {
             "empty"
         );
         assert!(parse_proc_hist(&b[..16]).is_none(), "short");
+    }
+
+    /// Over many sparse histograms (a few to a few hundred non-empty summed buckets, counts
+    /// of every size), the split equals the plain one: every bucket added into dense slots and
+    /// fine buckets, trailing zeros dropped.
+    #[test]
+    fn a_process_split_equals_the_dense_one() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..500 {
+            let mut w = vec![0u64; PROC_WORDS];
+            (w[0], w[1]) = (next() % 1000, next());
+            let filled = 1 + next() as usize % if round % 2 == 0 { 8 } else { 400 };
+            for _ in 0..filled {
+                let k = next() as usize % PROC_BUCKETS;
+                if proc_pairs()[k].is_some() {
+                    w[2 + k] += 1 + next() % 1_000_000;
+                }
+            }
+            let b: Vec<u8> = w.iter().flat_map(|v| v.to_ne_bytes()).collect();
+            let (mut log2, mut fine) = ([0u64; LOG2_SLOTS], [0u64; FINE_LEN]);
+            for (k, n) in w[2..].iter().enumerate() {
+                if let Some((i, s)) = proc_pairs()[k] {
+                    fine[i] += n;
+                    log2[s] += n;
+                }
+            }
+            let count: u64 = fine.iter().sum();
+            let want = (count > 0).then(|| FoldedHist {
+                count,
+                min_ns: w[0],
+                max_ns: w[1],
+                log2: trimmed(&log2),
+                fine: trimmed(&fine),
+            });
+            assert_eq!(parse_proc_hist(&b), want, "round {round}");
+        }
     }
 
     #[test]
