@@ -5,16 +5,27 @@ use crate::common::*;
 use lbscope::source::live::mapio::Buffers;
 use libbpf_rs::{libbpf_sys, MapCore, MapFlags, MapHandle, MapType};
 
-fn opts() -> libbpf_sys::bpf_map_create_opts {
-    libbpf_sys::bpf_map_create_opts {
+/// A map made for the test, with 4-byte keys.
+fn new_map(kind: MapType, name: &str, value_size: u32, entries: u32) -> MapHandle {
+    let opts = libbpf_sys::bpf_map_create_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
         ..Default::default()
-    }
+    };
+    MapHandle::create(kind, Some(name), 4, value_size, entries, &opts)
+        .unwrap_or_else(|e| panic!("a {kind:?} map (root with CAP_BPF): {e}"))
 }
 
 /// A value that names its key in every byte position.
 fn value(k: u32) -> Vec<u8> {
     (0..24u32).map(|i| (k.wrapping_mul(31) + i) as u8).collect()
+}
+
+/// Keys 0 to 699, each with its [`value`].
+fn fill(map: &MapHandle) {
+    for k in 0..700u32 {
+        map.update(&k.to_ne_bytes(), &value(k), MapFlags::ANY)
+            .expect("update");
+    }
 }
 
 /// 700 processes in a 1,024-entry hash map come out exactly once each, with their own
@@ -25,12 +36,8 @@ fn a_batched_take_gives_every_entry_once_and_empties_the_map() {
     let Some(_guard) = live_guard() else {
         return;
     };
-    let map = MapHandle::create(MapType::Hash, Some("lbs_t_take"), 4, 24, 1024, &opts())
-        .expect("a hash map (root with CAP_BPF)");
-    for k in 0..700u32 {
-        map.update(&k.to_ne_bytes(), &value(k), MapFlags::ANY)
-            .expect("update");
-    }
+    let map = new_map(MapType::Hash, "lbs_t_take", 24, 1024);
+    fill(&map);
     let mut bufs = Buffers::default();
     let mut seen = vec![0u32; 700];
     let n = bufs
@@ -50,10 +57,7 @@ fn a_batched_take_gives_every_entry_once_and_empties_the_map() {
 
     // Room for one entry a call: the first bucket holding two stops the take with ENOSPC,
     // and what was taken before it is out of the map, each entry once.
-    for k in 0..700u32 {
-        map.update(&k.to_ne_bytes(), &value(k), MapFlags::ANY)
-            .expect("update");
-    }
+    fill(&map);
     let mut taken = Vec::new();
     let err = bufs
         .take_all(&map, 1, |k, _| {
@@ -81,8 +85,7 @@ fn a_per_cpu_lookup_gives_each_cpu_its_value() {
     let Some(_guard) = live_guard() else {
         return;
     };
-    let map = MapHandle::create(MapType::PercpuHash, Some("lbs_t_pcpu"), 4, 12, 4, &opts())
-        .expect("a per-CPU hash map (root with CAP_BPF)");
+    let map = new_map(MapType::PercpuHash, "lbs_t_pcpu", 12, 4);
     let cpus = lbscope::source::live::possible_cpus();
     let vals: Vec<Vec<u8>> = (0..cpus).map(|c| vec![c as u8 + 1; 12]).collect();
     map.update_percpu(&7u32.to_ne_bytes(), &vals, MapFlags::ANY)
