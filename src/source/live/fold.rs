@@ -209,13 +209,14 @@ fn read_bank(
     let key = bank.to_ne_bytes();
     let cpu_hist = &skel.maps.cpu_hist;
     let (mut cpus, mut len) = (0, 0);
-    let found = bufs.lookup_percpu(cpu_hist, &key, |cpu, b| {
+    let _ = bufs.lookup_percpu(cpu_hist, &key, |cpu, b| {
         (cpus, len) = (cpu + 1, b.len());
         if let Some(h) = parse_hist(b) {
             fold.by_cpu.push((cpu as u32, h));
         }
     });
-    if matches!(found, Ok(true)) && !fold.by_cpu.is_empty() {
+    // Only a bank that was found holds a CPU's histogram.
+    if !fold.by_cpu.is_empty() {
         if zeros.len() != cpus || zeros.iter().any(|z| z.len() != len) {
             *zeros = vec![vec![0u8; len]; cpus];
         }

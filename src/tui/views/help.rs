@@ -41,9 +41,8 @@ const INDENT: usize = 20;
 /// One key or view and its description, the description wrapped at word boundaries to
 /// `width` columns under its own column (never cut at the screen's edge).
 fn entry(k: &str, what: &str, width: u16, key_style: Style) -> Vec<Line<'static>> {
-    let room = super::text_room(width).saturating_sub(INDENT).max(20);
-    let rows = super::wrap_words(what, room, usize::MAX);
-    rows.into_iter()
+    wrapped(what, INDENT, width)
+        .into_iter()
         .enumerate()
         .map(|(i, r)| {
             let head = if i == 0 {
@@ -88,9 +87,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
 
 /// `what` wrapped at word boundaries to `width`, each row `indent` columns in.
 fn text(what: &str, indent: usize, width: u16, style: Style) -> Vec<Line<'static>> {
-    let room = super::text_room(width).saturating_sub(indent).max(20);
-    super::wrap_words(what, room, usize::MAX)
+    wrapped(what, indent, width)
         .into_iter()
         .map(|r| Line::styled(format!("{}{r}", " ".repeat(indent)), style))
         .collect()
+}
+
+/// `what`'s rows for a column `indent` columns in on a screen `width` wide (20 at least).
+fn wrapped(what: &str, indent: usize, width: u16) -> Vec<String> {
+    let room = super::text_room(width).saturating_sub(indent).max(20);
+    super::wrap_words(what, room, usize::MAX)
 }
