@@ -195,16 +195,20 @@ def check_schedstat(a, out, snaps, counters, reclog=""):
     if not counters or not counters[-1]["calls_recorded"]:
         fail(a, "the recording holds no balancer calls (fentry/fexit on the balancer proper)")
         return False
-    reads = {}
+    reads, spans, balancer = {}, {}, []
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "events.jsonl")
         subprocess.run([a.lbscope, "export", "--jsonl", path, a.recording],
                        capture_output=True, check=False)
         for line in open(path) if os.path.exists(path) else []:
             if '"schedstat"' in line:
-                k = json.loads(line)["kind"]
+                e = json.loads(line)
+                k = e["kind"]
                 if k.get("type") == "schedstat":
                     reads[k["end"]] = k["text"]
+                    spans[k["end"]] = (e["ts_ns"], e["ts_ns"] + k["read_ns"])
+            elif '"balance' in line:
+                balancer.append(json.loads(line))
     if set(reads) != {False, True}:
         fail(a, f"the recording holds {len(reads)} of the 2 /proc/schedstat reads")
         return False
@@ -281,13 +285,50 @@ def check_schedstat(a, out, snaps, counters, reclog=""):
                   file=sys.stderr)
         elif not lo <= kv <= hi:
             fail(a, f"schedstat {key[0]} {key[1]} lb_imbalance: kernel {kv}, lbscope {lo} "
-                    f"to {hi} with the undetermined and in-flight calls")
+                    f"to {hi} with the undetermined and in-flight calls; "
+                    + imbalance_clues(key, kernel.get(key) or {}, o, balancer, spans,
+                                      snaps[-1]["domains"], reclog))
             ok = False
     out["schedstat"] = {"version": v1, "rows": rows, "equal": sum(r["equal"] for r in rows),
                         "compared": len(rows), "lost_events": counters[-1]["lost_events"],
                         "imbalance": imbalance,
                         "imbalance_equal": sum(r["lbscope"] == r["kernel"] for r in imbalance)}
     return ok
+
+
+def imbalance_clues(key, kernel_row, ours, balancer, spans, domains, reclog):
+    """What a failed imbalance check leaves to go on, in one line: the row's counts beside the
+    kernel's, the calls that went on to move tasks or failed with no imbalanced search of
+    theirs recorded, the imbalanced calls within 20 ms of a read (entry and exit against the
+    read's span, ms), and the recorder's warnings about records late, lost or skipped."""
+    weight = {len(cpulist(d["span"])): d["level"] for d in domains}
+    pending, searchless, near = {}, 0, []
+    for e in balancer:
+        k = e["kind"]
+        if k["type"] == "balance" and k["pid"] is None:
+            pending.setdefault(e["cpu"], []).append(k)
+        elif k["type"] == "balance_call":
+            mine = [s for s in pending.pop(e["cpu"], [])
+                    if s["sd_weight"] == k["sd_weight"] and s["idle"] == k["idle"]]
+            if (weight.get(k["sd_weight"]), k["idle"].replace("not_idle", "busy")) != key:
+                continue
+            amount = sum(s["imbalance"] for s in mine if not s["balanced"])
+            if (k["moved"] or k["failed"]) and not amount:
+                searchless += 1
+            entry, exit_ = e["ts_ns"], e["ts_ns"] + k["len_ns"]
+            for end, (r0, r1) in spans.items():
+                if amount and entry < r1 + 20_000_000 and exit_ > r0 - 20_000_000:
+                    near.append(f"{'end' if end else 'start'} read: cpu {e['cpu']} "
+                                f"{(entry - r0) / 1e6:+.2f}..{(exit_ - r0) / 1e6:+.2f} ms "
+                                f"(read {(r1 - r0) / 1e6:.2f} ms) imbalance {amount}")
+    counts = ", ".join(f"{c} {kernel_row.get(c, 0)}/{ours.get(c, 0)}"
+                       f"+{(ours.get('in_flight') or {}).get(c, 0)}"
+                       for c in SCHEDSTAT_FIELDS)
+    warnings = [l.strip() for l in reclog.splitlines()
+                if re.search(r"late|lost|skipped|malformed", l)]
+    return (f"kernel/lbscope+in flight: {counts}; {searchless} calls went on with no "
+            f"imbalanced search recorded; imbalanced calls near a read: "
+            f"{'; '.join(near[:6]) or 'none'}; recorder: {' | '.join(warnings)[:600] or 'no warnings'}")
 
 
 def between(text, name):
