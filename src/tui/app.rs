@@ -21,6 +21,7 @@ use crate::analyze::Snapshot;
 use crate::analyze::TaskMigrations;
 use crate::diff::Diff;
 use crate::topology::Topology;
+use std::cell::Cell;
 
 /// Intervals a live screen keeps for seeking back and for the history charts: the widest
 /// chart window (10 minutes at the default interval), so memory is bounded by the window,
@@ -164,6 +165,9 @@ pub struct App {
     pub evidence_open: bool,
     /// Scroll of the diff and help views.
     pub scroll: usize,
+    /// The most that scroll moves the view drawn last: its rows beyond one screen (the view
+    /// sets it as it draws; Down stops there, so Up moves the view at once).
+    pub scroll_max: Cell<usize>,
     /// Replay speed (recording seconds per wall second).
     pub speed: f64,
     /// Where events come from.
@@ -211,6 +215,7 @@ impl App {
             finding_sel: 0,
             evidence_open: false,
             scroll: 0,
+            scroll_max: Cell::new(usize::MAX),
             speed: 1.0,
             source,
             status: None,
@@ -395,6 +400,9 @@ impl App {
         } else {
             sel.saturating_sub(1)
         };
+        if matches!(self.view, View::Help | View::Diff) {
+            self.scroll = self.scroll.min(self.scroll_max.get());
+        }
         if self.view == View::Findings {
             self.evidence_open = false;
         }

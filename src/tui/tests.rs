@@ -449,6 +449,23 @@ fn help_lists_every_key() {
         "the legend's last line on screen:\n{}",
         render(&app, 80, 24)
     );
+    // Down stops on the last page: the last line is on the screen's last row, and a single
+    // Up brings back the row above the first in view.
+    let bottom = render(&app, 80, 24);
+    assert!(app.scroll < 200, "scroll stopped at {}", app.scroll);
+    let rows: Vec<&str> = bottom.lines().collect();
+    assert!(
+        rows.iter()
+            .rev()
+            .take(3)
+            .any(|l| words(l).contains(&words(last)) || words(last).ends_with(&words(l))),
+        "the last line at the bottom:\n{bottom}"
+    );
+    let first = rows[2].to_string();
+    app.handle(Action::Up);
+    let up = render(&app, 80, 24);
+    assert_ne!(up, bottom, "one Up moves the view");
+    assert_eq!(up.lines().nth(3), Some(first.as_str()), "by one row:\n{up}");
     app.handle(Action::Help);
     assert_eq!(app.view, View::Latency, "? again goes back");
 }
@@ -491,6 +508,29 @@ fn diff_view_shows_rows_and_histograms_side_by_side() {
             assert_eq!(line.matches(&format!(" {c} ")).count(), 2, "{line}");
         }
     }
+}
+
+/// The diff's table scrolls to its last row and no further: one Up after any number of Downs
+/// moves it back at once.
+#[test]
+fn diff_scroll_stops_at_the_last_row() {
+    let (h, d) = golden_diff();
+    let last = d
+        .rows
+        .last()
+        .map(super::views::diff::row_label)
+        .expect("rows");
+    let mut app = App::for_diff(d, h.topology.clone());
+    let bottom = render(&app, 80, 24);
+    for _ in 0..500 {
+        app.handle(Action::Down);
+    }
+    let bottom_now = render(&app, 80, 24);
+    assert_ne!(bottom, bottom_now, "the table scrolled");
+    has(&bottom_now, &last.chars().take(25).collect::<String>());
+    assert!(app.scroll < 500, "scroll stopped at {}", app.scroll);
+    app.handle(Action::Up);
+    assert_ne!(render(&app, 80, 24), bottom_now, "one Up moves the table");
 }
 
 #[test]

@@ -43,7 +43,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
             Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(area);
         (a, b)
     };
-    draw_table(f, table, d, app.scroll, pal);
+    app.scroll_max.set(draw_table(f, table, d, app.scroll, pal));
     draw_hists(f, hist, d, pal);
 }
 
@@ -68,7 +68,8 @@ fn num(v: f64) -> String {
     }
 }
 
-fn draw_table(f: &mut Frame, area: Rect, d: &Diff, scroll: usize, pal: Palette) {
+/// Returns the most the scroll moves the table: its rows beyond those in view.
+fn draw_table(f: &mut Frame, area: Rect, d: &Diff, scroll: usize, pal: Palette) -> usize {
     // The runs and the warnings wrap at their spaces (up to three lines each) rather than
     // run past the edge; the table's rows take what is left.
     let width = super::text_room(area.width);
@@ -107,7 +108,8 @@ fn draw_table(f: &mut Frame, area: Rect, d: &Diff, scroll: usize, pal: Palette) 
         pal.title(),
     ));
     let h = (area.height as usize).saturating_sub(lines.len());
-    let start = scroll.min(d.rows.len().saturating_sub(h));
+    let max = d.rows.len().saturating_sub(h);
+    let start = scroll.min(max);
     for r in d.rows.iter().skip(start).take(h) {
         let label = row_label(r);
         let change = r.change_pct.map_or("-".into(), |c| format!("{c:+.1}%"));
@@ -131,6 +133,7 @@ fn draw_table(f: &mut Frame, area: Rect, d: &Diff, scroll: usize, pal: Palette) 
         });
     }
     f.render_widget(Paragraph::new(lines), area);
+    max
 }
 
 fn draw_hists(f: &mut Frame, area: Rect, d: &Diff, pal: Palette) {

@@ -78,7 +78,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     for l in super::timeline::LEGEND {
         lines.extend(text(l, 2, area.width, Style::default()));
     }
-    let skip = app.scroll.min(lines.len().saturating_sub(1));
+    // The last page ends on the last line: scrolling stops where it comes into view.
+    let max = lines.len().saturating_sub(usize::from(area.height));
+    app.scroll_max.set(max);
+    let skip = app.scroll.min(max);
     f.render_widget(
         Paragraph::new(lines.into_iter().skip(skip).collect::<Vec<_>>()),
         area,

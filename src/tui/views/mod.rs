@@ -1,7 +1,7 @@
 //! Drawing: the frame (title line, tabs, footer) and one module per view. Every function
 //! here reads the [`App`] and the snapshot it points at; none changes state.
 
-mod diff;
+pub(crate) mod diff;
 mod diff_timeline;
 mod domains;
 mod explain;
