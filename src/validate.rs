@@ -14,6 +14,7 @@
 //! per task detached but not yet migrated, and counters.
 
 use crate::event::{Balance, CpuIdleType, Event, EventKind, MigrationType};
+use crate::model::margin::TurnedBy;
 use crate::model::{BalancePass, GroupStats, Model, ModelConfig};
 use crate::topology::Topology;
 use serde::Serialize;
@@ -129,6 +130,10 @@ pub struct Disagreement {
     pub local_group: usize,
     /// The model's busiest group.
     pub busiest_group: Option<usize>,
+    /// What turns the model's answer the kernel's way ([`crate::model::margin`]): the least
+    /// change of the groups' PELT sums ("0.5%" to "5%"), else "one task" more or fewer on a
+    /// group, else "neither"; "not tried" for a domain of more groups than tried.
+    pub turned_by: String,
 }
 
 /// Everything validation mode reports.
@@ -170,6 +175,13 @@ pub struct Validation {
     /// Disagreements by "level/idle type/kernel verdict" ("numa/idle/balanced": the kernel
     /// found that NUMA domain balanced from an idle CPU, the model did not).
     pub disagreements_by_kind: BTreeMap<String, u64>,
+    /// Disagreements by level and by what turns the model's answer the kernel's way
+    /// ([`crate::model::margin`]): "smt/1%" (the groups' PELT sums changed by 1%, not by
+    /// 0.5%), "smt/one task" (a group's task count off by one), "smt/neither", "smt/not
+    /// tried". The model reads PELT as sampled (at most every few ms per CPU) and counts a
+    /// task being enqueued or dequeued one way; the kernel, at the search, may have read
+    /// either otherwise.
+    pub disagreement_margins: BTreeMap<String, u64>,
     /// The first [`MAX_DISAGREEMENTS`] disagreements with the model's groups.
     pub disagreements: Vec<Disagreement>,
     /// `reasons.agreeing / reasons.matched`.
@@ -334,16 +346,23 @@ impl Validator {
     }
 
     fn judge(&mut self, b: &Balance, pass: Option<BalancePass>) {
-        let Some(BalancePass {
+        let Some(pass) = pass else {
+            self.out.unmapped += 1;
+            return;
+        };
+        let margin = match b.balanced == (pass.decision.imbalance == 0) {
+            true => None,
+            false => {
+                let dst_idle = b.idle != CpuIdleType::NotIdle;
+                Some(self.model.turned_by(&pass, b.dst_cpu, dst_idle))
+            }
+        };
+        let BalancePass {
             level,
             local,
             groups,
             decision: d,
-        }) = pass
-        else {
-            self.out.unmapped += 1;
-            return;
-        };
+        } = pass;
         self.out.total.add(b, &d);
         let key = self.model.level_key(level).to_string();
         self.out
@@ -366,6 +385,9 @@ impl Validator {
         let verdict = if b.balanced { "balanced" } else { "imbalanced" };
         let k = format!("{key}/{}/{verdict}", b.idle.name());
         *self.out.disagreements_by_kind.entry(k).or_default() += 1;
+        let turned = margin.unwrap_or(TurnedBy::NotTried);
+        let bucket = format!("{key}/{}", turned.name());
+        *self.out.disagreement_margins.entry(bucket).or_default() += 1;
         if self.out.disagreements.len() >= MAX_DISAGREEMENTS {
             return;
         }
@@ -383,6 +405,7 @@ impl Validator {
             groups,
             local_group: local,
             busiest_group: d.busiest,
+            turned_by: turned.name(),
         });
     }
 }

@@ -25,6 +25,7 @@ mod capacity;
 pub mod domains;
 pub mod findings;
 mod judge;
+pub mod margin;
 mod placement;
 mod spread;
 pub mod stats;

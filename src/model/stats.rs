@@ -267,6 +267,13 @@ pub fn group_stats_with(
     if let Some(c) = sgc_capacity {
         g.capacity = c;
     }
+    classify(&mut g, p, local, dst_idle);
+    g
+}
+
+/// The end of update_sg_lb_stats for a group whose sums are in: its type, and its average
+/// load where it is overloaded.
+pub fn classify(g: &mut GroupStats, p: &DomainParams, local: bool, dst_idle: bool) {
     // smt_balance(): non-local, dst idle, an SMT group with more than one CFS task (6.6+).
     let smt_balance = p.rules == ModelRules::V6_6Plus
         && !local
@@ -274,11 +281,11 @@ pub fn group_stats_with(
         && p.smt_groups
         && g.weight > 1
         && g.h_nr_running > 1;
-    g.group_type = group_classify(&g, p.imbalance_pct, smt_balance);
-    if g.group_type == GroupType::Overloaded && g.capacity > 0 {
-        g.avg_load = g.load * CAPACITY_SCALE / g.capacity;
-    }
-    g
+    g.group_type = group_classify(g, p.imbalance_pct, smt_balance);
+    g.avg_load = match g.group_type == GroupType::Overloaded && g.capacity > 0 {
+        true => g.load * CAPACITY_SCALE / g.capacity,
+        false => 0,
+    };
 }
 
 /// group_is_overloaded.

@@ -107,6 +107,7 @@ pub fn validation(v: &Validation, w: &mut impl Write) -> io::Result<()> {
             if kinds.len() > 6 { ", ..." } else { "" },
             v.disagreements.len()
         )?;
+        writeln!(w, "{}", margins_line(&v.disagreement_margins))?;
     }
     let r = &v.reasons;
     // Migrations made inside the RT class's push or pull calls pair with those calls.
@@ -158,4 +159,43 @@ pub fn validation(v: &Validation, w: &mut impl Write) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The disagreements by how little of the groups' PELT sums turns the model's answer the
+/// kernel's way, level by level, smallest change first.
+fn margins_line(m: &std::collections::BTreeMap<String, u64>) -> String {
+    let mut levels: Vec<(&str, Vec<(&str, u64)>)> = Vec::new();
+    for (k, n) in m {
+        let (level, bucket) = k.split_once('/').unwrap_or((k, ""));
+        match levels.iter_mut().find(|(l, _)| *l == level) {
+            Some((_, b)) => b.push((bucket, *n)),
+            None => levels.push((level, vec![(bucket, *n)])),
+        }
+    }
+    let rank = |b: &str| match b {
+        "one task" => 100.0,
+        "neither" => 101.0,
+        "not tried" => 102.0,
+        _ => b.trim_end_matches('%').parse::<f64>().unwrap_or(103.0),
+    };
+    let parts: Vec<String> = levels
+        .into_iter()
+        .map(|(level, mut b)| {
+            b.sort_by(|x, y| rank(x.0).total_cmp(&rank(y.0)).then(x.0.cmp(y.0)));
+            let each: Vec<String> = b
+                .iter()
+                .map(|(k, n)| match k.ends_with('%') {
+                    true => format!("{n} by {k}"),
+                    false => format!("{n} {k}"),
+                })
+                .collect();
+            format!("{level} {}", each.join(", "))
+        })
+        .collect();
+    format!(
+        "  what turns the disagreements the kernel's way: the groups' PELT sums (load, util, \
+         runnable) changed by, else one task more or fewer on a group: {} (the model samples \
+         PELT and may count a task being enqueued or dequeued otherwise than the search did)",
+        parts.join("; ")
+    )
 }

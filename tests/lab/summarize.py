@@ -436,6 +436,7 @@ def summarize(a):
         "balance_events": v["balance_events"],
         "balance_levels": v["balance_events_per_sd_level"],
         "validation_late": v["late"],
+        "model_disagreements_turned_by": v.get("disagreement_margins", {}),
     })
     if v["late"]:
         # Events older than the reorder window when they came were folded out of order: the
@@ -619,6 +620,24 @@ def compare(files):
         for kind in ("fentry", "kprobe"):
             if kind in by:
                 print("| " + " | ".join(list(key) + compare_row(by[kind])) + " |")
+    print(turned_by_line([o for by in runs.values() for o in by.values()]))
+
+
+def turned_by_line(runs):
+    """The model's disagreements with the kernel over `runs`, by what turns each the kernel's
+    way (report --validate): a change of the groups' PELT sums up to 5%, else one task more
+    or fewer on a group, else neither."""
+    order = ["0.5%", "1%", "2%", "5%", "one task", "neither", "not tried"]
+    counts = {}
+    for o in runs:
+        for k, n in (o.get("model_disagreements_turned_by") or {}).items():
+            by = k.split("/", 1)[1]
+            counts[by] = counts.get(by, 0) + n
+    total = sum(counts.values())
+    each = ", ".join(f"{'PELT sums by ' + k if k.endswith('%') else k} {counts[k]}"
+                     for k in sorted(counts, key=lambda k: order.index(k) if k in order else 99))
+    return (f"lab: the model's {total} balanced-or-not disagreements with the kernel over "
+            f"{len(runs)} runs, by what turns each the kernel's way: {each or 'none'}")
 
 
 def main():

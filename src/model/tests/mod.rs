@@ -5,5 +5,6 @@
 
 mod findings;
 mod lab;
+mod margin;
 mod rules;
 mod stats;
