@@ -6,7 +6,7 @@
 //! analyzed, while still in cache, rather than in a second pass over the whole batch. A
 //! dropped batch hands its vector back to its source's pool (emptied there if the consumer
 //! did not drain it), and the source reuses the allocation for its next batch: a live batch
-//! has room for [`CHUNK`] events (1 MiB), which a fresh allocation would take from the kernel
+//! has room for [`CHUNK`] events (512 KiB of 32-byte events), which a fresh allocation would take from the kernel
 //! and zero page by page.
 //!
 //! Invariants: a pool holds at most [`SPARE`] vectors, with room for at most [`POOLED`]
@@ -21,14 +21,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// one it was on and the one the source was filling, before the source takes any.
 const SPARE: usize = super::QUEUE_BATCHES + 2;
 
-/// Events a live batch holds at most (1 MiB): a drain that read more sends several. Every
+/// Events a live batch holds at most (512 KiB): a drain that read more sends several. Every
 /// live batch has room for exactly this many, so the pool hands the same allocations round
 /// and none is ever regrown: batches sized by the drain before, then grown by doubling when
 /// a drain read more, churned blocks of every size from 64 KiB to 4 MiB a few times a second,
 /// faulting in fresh pages each time, and the allocator's heap grew with the holes they left.
 pub const CHUNK: usize = 16 * 1024;
 
-/// The room a pool keeps in all, in events: [`SPARE`] live batches (6 MiB).
+/// The room a pool keeps in all, in events: [`SPARE`] live batches (3 MiB).
 const POOLED: usize = SPARE * CHUNK;
 
 /// A batch of events, in delivery order.
