@@ -6,8 +6,8 @@
 //! analyzed, while still in cache, rather than in a second pass over the whole batch. A
 //! dropped batch hands its vector back to its source's pool (emptied there if the consumer
 //! did not drain it), and the source reuses the allocation for its next batch: a live batch
-//! has room for [`CHUNK`] events (512 KiB of 32-byte events), which a fresh allocation would take from the kernel
-//! and zero page by page.
+//! has room for [`CHUNK`] events (512 KiB of 32-byte events), which a fresh allocation would
+//! take from the kernel and zero page by page.
 //!
 //! Invariants: a pool holds at most [`SPARE`] vectors, with room for at most [`POOLED`]
 //! events in all; what it does not take is freed where the batch is dropped, as an unpooled
