@@ -14,7 +14,6 @@
 //! per task detached but not yet migrated, and counters.
 
 use crate::event::{Balance, CpuIdleType, Event, EventKind, MigrationType};
-use crate::model::margin::TurnedBy;
 use crate::model::{BalancePass, GroupStats, Model, ModelConfig};
 use crate::topology::Topology;
 use serde::Serialize;
@@ -350,26 +349,10 @@ impl Validator {
             self.out.unmapped += 1;
             return;
         };
-        let margin = match b.balanced == (pass.decision.imbalance == 0) {
-            true => None,
-            false => {
-                let dst_idle = b.idle != CpuIdleType::NotIdle;
-                Some(self.model.turned_by(&pass, b.dst_cpu, dst_idle))
-            }
-        };
-        let BalancePass {
-            level,
-            local,
-            groups,
-            decision: d,
-        } = pass;
-        self.out.total.add(b, &d);
-        let key = self.model.level_key(level).to_string();
-        self.out
-            .per_level
-            .entry(key.clone())
-            .or_default()
-            .add(b, &d);
+        let d = &pass.decision;
+        self.out.total.add(b, d);
+        let key = self.model.level_key(pass.level).to_string();
+        self.out.per_level.entry(key.clone()).or_default().add(b, d);
         let model_balanced = d.imbalance == 0;
         if !b.balanced && !model_balanced {
             let k = format!(
@@ -385,12 +368,14 @@ impl Validator {
         let verdict = if b.balanced { "balanced" } else { "imbalanced" };
         let k = format!("{key}/{}/{verdict}", b.idle.name());
         *self.out.disagreements_by_kind.entry(k).or_default() += 1;
-        let turned = margin.unwrap_or(TurnedBy::NotTried);
-        let bucket = format!("{key}/{}", turned.name());
+        let dst_idle = b.idle != CpuIdleType::NotIdle;
+        let turned_by = self.model.turned_by(&pass, b.dst_cpu, dst_idle).name();
+        let bucket = format!("{key}/{turned_by}");
         *self.out.disagreement_margins.entry(bucket).or_default() += 1;
         if self.out.disagreements.len() >= MAX_DISAGREEMENTS {
             return;
         }
+        let (d, groups) = (pass.decision, pass.groups);
         self.out.disagreements.push(Disagreement {
             t_ns: self.folded_ns,
             level: key,
@@ -403,9 +388,9 @@ impl Validator {
             model_imbalance: d.imbalance,
             model_migration_type: d.migration_type,
             groups,
-            local_group: local,
+            local_group: pass.local,
             busiest_group: d.busiest,
-            turned_by: turned.name(),
+            turned_by,
         });
     }
 }

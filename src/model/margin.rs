@@ -31,10 +31,8 @@ pub fn flip_margin(
     if groups.is_empty() || groups.len() > MAX_GROUPS {
         return None;
     }
-    let balanced = |gs: &[GroupStats]| {
-        stats::decide(gs, order.iter().copied(), local, p, dst_idle).imbalance == 0
-    };
-    let answer = balanced(groups);
+    let verdict = |gs: &[GroupStats]| balanced(gs, order, local, p, dst_idle);
+    let answer = verdict(groups);
     let combos = 3usize.pow(groups.len() as u32);
     let mut trial = groups.to_vec();
     MARGIN_STEPS.into_iter().find(|&step| {
@@ -44,7 +42,7 @@ pub fn flip_margin(
                 *t = scaled(g, c % 3, step, p, i == local, dst_idle);
                 c /= 3;
             }
-            balanced(&trial) != answer
+            verdict(&trial) != answer
         })
     })
 }
@@ -60,10 +58,8 @@ pub fn flips_by_one_task(
     p: &DomainParams,
     dst_idle: bool,
 ) -> bool {
-    let balanced = |gs: &[GroupStats]| {
-        stats::decide(gs, order.iter().copied(), local, p, dst_idle).imbalance == 0
-    };
-    let answer = balanced(groups);
+    let verdict = |gs: &[GroupStats]| balanced(gs, order, local, p, dst_idle);
+    let answer = verdict(groups);
     let mut trial = groups.to_vec();
     (0..groups.len()).any(|i| {
         [true, false].into_iter().any(|more| {
@@ -80,11 +76,22 @@ pub fn flips_by_one_task(
             }
             stats::classify(&mut t, p, i == local, dst_idle);
             trial[i] = t;
-            let turned = balanced(&trial) != answer;
+            let turned = verdict(&trial) != answer;
             trial[i] = g.clone();
             turned
         })
     })
+}
+
+/// Whether [`stats::decide`] finds `groups` balanced, for `local`, visiting `order`.
+fn balanced(
+    groups: &[GroupStats],
+    order: &[usize],
+    local: usize,
+    p: &DomainParams,
+    dst_idle: bool,
+) -> bool {
+    stats::decide(groups, order.iter().copied(), local, p, dst_idle).imbalance == 0
 }
 
 /// `g` with its PELT sums left (`dir` 0), raised (1) or lowered (2) by `step` per mille, and
