@@ -208,7 +208,8 @@ def check_schedstat(a, out, snaps, counters, reclog=""):
                     reads[k["end"]] = k["text"]
                     spans[k["end"]] = (e["ts_ns"], e["ts_ns"] + k["read_ns"])
             elif '"balance' in line:
-                balancer.append(json.loads(line))
+                # Parsed only if the imbalance check fails (imbalance_clues).
+                balancer.append(line)
     if set(reads) != {False, True}:
         fail(a, f"the recording holds {len(reads)} of the 2 /proc/schedstat reads")
         return False
@@ -297,13 +298,14 @@ def check_schedstat(a, out, snaps, counters, reclog=""):
 
 
 def imbalance_clues(key, kernel_row, ours, balancer, spans, domains, reclog):
-    """What a failed imbalance check leaves to go on, in one line: the row's counts beside the
+    """What a failed imbalance check leaves to go on (`balancer`: the recording's balancer
+    records, JSON lines in stream order), in one line: the row's counts beside the
     kernel's, the calls that went on to move tasks or failed with no imbalanced search of
     theirs recorded, the imbalanced calls within 20 ms of a read (entry and exit against the
     read's span, ms), and the recorder's warnings about records late, lost or skipped."""
     weight = {len(cpulist(d["span"])): d["level"] for d in domains}
     pending, searchless, near = {}, 0, []
-    for e in balancer:
+    for e in map(json.loads, balancer):
         k = e["kind"]
         if k["type"] == "balance" and k["pid"] is None:
             pending.setdefault(e["cpu"], []).append(k)
