@@ -850,7 +850,8 @@ static __always_inline struct rq *task_rq_of(const bool btf, struct task_struct 
 }
 
 static __always_inline int send_pelt(const bool btf, __u64 ts, __u64 now, struct rq *rq,
-				     __u32 cpu, struct rq_state *st, __u64 load, __u64 runnable);
+				     __u32 cpu, struct rq_state *st, __u64 load, __u64 runnable,
+				     __u64 util);
 
 /* Folded mode has no pelt_cfs_tp program: the root cfs_rq's PELT sums are read at each switch
  * of its CPU and sent as h_pelt_cfs sends them, once pelt_interval_ns passed or at once on a
@@ -861,7 +862,7 @@ static __always_inline void fold_pelt(const bool btf, __u64 ts, struct rq *rq, _
 	__u64 load = RD(btf, rq, cfs.avg.load_avg), runnable = RD(btf, rq, cfs.avg.runnable_avg);
 
 	if (pelt_due(st, ts, load, runnable))
-		send_pelt(btf, ts, ts, rq, cpu, st, load, runnable);
+		send_pelt(btf, ts, ts, rq, cpu, st, load, runnable, RD(btf, rq, cfs.avg.util_avg));
 }
 
 /*
@@ -1176,10 +1177,11 @@ static __always_inline int send_nr_cfs(const bool btf, __u64 ts, struct rq *rq, 
 			   LBS_UTIL_EST_SENT | cfs_h_nr(btf, &rq->cfs));
 }
 
-/* A PELT record of `rq`'s root cfs_rq with its `load` and `runnable` sums, noting what it
- * carried as sent. */
+/* A PELT record of `rq`'s root cfs_rq with its `load`, `runnable` and `util` sums, noting
+ * what it carried as sent. */
 static __always_inline int send_pelt(const bool btf, __u64 ts, __u64 now, struct rq *rq,
-				     __u32 cpu, struct rq_state *st, __u64 load, __u64 runnable)
+				     __u32 cpu, struct rq_state *st, __u64 load, __u64 runnable,
+				     __u64 util)
 {
 	struct cfs_rq *cfs = &rq->cfs;
 	__u32 est = cfs_util_est(btf, cfs);
@@ -1189,8 +1191,7 @@ static __always_inline int send_pelt(const bool btf, __u64 ts, __u64 now, struct
 	st->pelt_runnable = runnable;
 	st->util_est_sent = est;
 	/* util_avg (at most 1024 << SCHED_CAPACITY_SHIFT) low, util_est high. */
-	return emit_rq_cpu(ts, cpu, LBS_PELT, load, runnable,
-			   (RD(btf, cfs, avg.util_avg) & 0xffffffff) | ((__u64)est << 32));
+	return emit_rq_cpu(ts, cpu, LBS_PELT, load, runnable, (util & 0xffffffff) | ((__u64)est << 32));
 }
 
 /* Sends `rq`'s root PELT sums again when its load_avg moved by more than a sixteenth (and 8)
@@ -1209,7 +1210,7 @@ static __always_inline void resync_load(const bool btf, __u64 ts, struct rq *rq,
 
 	if (d > 8 && d * 16 > hi)
 		send_pelt(btf, ts, bpf_ktime_get_ns(), rq, cpu, st, load,
-			  RD(btf, rq, cfs.avg.runnable_avg));
+			  RD(btf, rq, cfs.avg.runnable_avg), RD(btf, rq, cfs.avg.util_avg));
 }
 
 static __always_inline int h_nr_running(const bool btf, __u64 ts, __u64 *ctx)
@@ -1313,7 +1314,7 @@ static __always_inline int h_pelt_cfs(const bool btf, __u64 ts, __u64 *ctx)
 	if (!pelt_due(st, now, load, runnable))
 		return 0;
 	st->rq = (__u64)rq;
-	return send_pelt(btf, ts, now, rq, cpu, st, load, runnable);
+	return send_pelt(btf, ts, now, rq, cpu, st, load, runnable, RD(btf, cfs, avg.util_avg));
 }
 
 static __always_inline int h_capacity(const bool btf, __u64 ts, __u64 *ctx)
@@ -1327,6 +1328,47 @@ static __always_inline int h_capacity(const bool btf, __u64 ts, __u64 *ctx)
 		return 0;
 	st->last_capacity = cap;
 	return emit_rq(btf, ts, rq, LBS_CAPACITY, cap, 0, 0);
+}
+
+/* At the balancer softirq's entry (streaming): sends this CPU's root PELT sums as its balancer
+ * is about to read them, when load of tasks that left it is still to be taken off. A task
+ * that moves away at a wakeup (or dies) leaves its averages in cfs_rq->removed
+ * (remove_entity_load_avg), and the next update of the cfs_rq's averages subtracts them with
+ * no tracepoint of its own; the softirq makes that update on its own CPU first
+ * (sched_balance_update_blocked_averages, update_blocked_averages before 6.10), then searches:
+ * the local group's load is the one without them, the last record's the one with (6.12
+ * 4node mixed: a CPU whose one task had just woken elsewhere, 980 in the records and a few
+ * hundred for the kernel, taken as the busier side). Not when the CPU balances on behalf of
+ * idle CPUs first (nohz_idle_balance: this one's averages are updated last, after searches
+ * that read them as a remote CPU's). The kernel's sub_positive: never below 0. */
+static __always_inline void settle_removed(__u64 ts, bool idle)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u64 load, runnable, util, r;
+	struct rq_state *st;
+	struct rq *rq;
+
+	if (fold)
+		return;
+	st = bpf_map_lookup_elem(&rqstate, &cpu);
+	if (!st || !st->rq)
+		return;
+	rq = (struct rq *)st->rq;
+	if (BPF_CORE_READ(rq, cfs.removed.nr) <= 0)
+		return;
+	if (idle && bpf_core_field_exists(rq->nohz_idle_balance) &&
+	    BPF_CORE_READ(rq, nohz_idle_balance))
+		return;
+	load = BPF_CORE_READ(rq, cfs.avg.load_avg);
+	r = BPF_CORE_READ(rq, cfs.removed.load_avg);
+	load = load > r ? load - r : 0;
+	runnable = BPF_CORE_READ(rq, cfs.avg.runnable_avg);
+	r = BPF_CORE_READ(rq, cfs.removed.runnable_avg);
+	runnable = runnable > r ? runnable - r : 0;
+	util = BPF_CORE_READ(rq, cfs.avg.util_avg);
+	r = BPF_CORE_READ(rq, cfs.removed.util_avg);
+	util = util > r ? util - r : 0;
+	send_pelt(false, ts, bpf_ktime_get_ns(), rq, cpu, st, load, runnable, util);
 }
 
 static __always_inline int h_softirq(const bool btf, __u64 ts, __u64 *ctx, bool entry)
@@ -1361,6 +1403,8 @@ static __always_inline int h_softirq(const bool btf, __u64 ts, __u64 *ctx, bool 
 		return 0;
 	e->h.flags = (entry ? 1 : 0) | (idle ? 2 : 0);
 	submit(e);
+	if (entry)
+		settle_removed(ts, idle);
 	return 0;
 }
 
