@@ -1341,7 +1341,7 @@ static __always_inline int h_capacity(const bool btf, __u64 ts, __u64 *ctx)
  * hundred for the kernel, taken as the busier side). Not when the CPU balances on behalf of
  * idle CPUs first (nohz_idle_balance: this one's averages are updated last, after searches
  * that read them as a remote CPU's). The kernel's sub_positive: never below 0. */
-static __always_inline void settle_removed(__u64 ts, bool idle)
+static __always_inline void settle_removed(__u64 ts)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	__u64 load, runnable, util, r;
@@ -1356,8 +1356,10 @@ static __always_inline void settle_removed(__u64 ts, bool idle)
 	rq = (struct rq *)st->rq;
 	if (BPF_CORE_READ(rq, cfs.removed.nr) <= 0)
 		return;
-	if (idle && bpf_core_field_exists(rq->nohz_idle_balance) &&
-	    BPF_CORE_READ(rq, nohz_idle_balance))
+	/* The softirq's own test: a kick pending (nohz_idle_balance) on a CPU the tick found
+	 * idle (idle_balance). */
+	if (bpf_core_field_exists(rq->nohz_idle_balance) && BPF_CORE_READ(rq, nohz_idle_balance) &&
+	    BPF_CORE_READ(rq, idle_balance))
 		return;
 	load = BPF_CORE_READ(rq, cfs.avg.load_avg);
 	r = BPF_CORE_READ(rq, cfs.removed.load_avg);
@@ -1404,7 +1406,7 @@ static __always_inline int h_softirq(const bool btf, __u64 ts, __u64 *ctx, bool 
 	e->h.flags = (entry ? 1 : 0) | (idle ? 2 : 0);
 	submit(e);
 	if (entry)
-		settle_removed(ts, idle);
+		settle_removed(ts);
 	return 0;
 }
 
