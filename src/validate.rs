@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, VecDeque};
 mod reasons;
 mod rt;
 mod scores;
+mod stall;
 
 pub use reasons::{
     hook_reason, HookReason, ReasonAgreement, ReasonCount, ReasonPairing, MATCH_WINDOW_NS,
@@ -162,6 +163,11 @@ pub struct Validation {
     /// the model answers differently from the state at each end (recordings with search
     /// lengths only), by level key.
     pub raced: BTreeMap<String, u64>,
+    /// Searches not judged because a CPU they read had stopped across them ([`stall`]: it made
+    /// records up to just before, then none for 5 ms, and came back with a change of its run
+    /// queue's length, which the kernel may have read long before its record's time), by
+    /// level key.
+    pub stalled: BTreeMap<String, u64>,
     /// `total.balanced_agree / total.decisions`.
     pub balanced_agreement: Option<f64>,
     /// `total.type_agree / total.both_unbalanced`.
@@ -192,9 +198,14 @@ pub struct Validation {
 #[derive(Clone, Debug)]
 struct OpenSearch {
     balance: Balance,
+    t_ns: u64,
     end_ns: u64,
     start: Option<BalancePass>,
 }
+
+/// A search with the model's answer, waiting to be judged until the CPUs it read show
+/// whether they had stopped: its record, its time, and the answer.
+type Answered = (Balance, u64, Option<BalancePass>);
 
 /// Validation mode's state; see the module documentation.
 #[derive(Clone, Debug)]
@@ -204,6 +215,8 @@ pub struct Validator {
     /// Searches with a length (a few at a time: one per CPU searching), until the model is
     /// folded past their exit.
     open: VecDeque<OpenSearch>,
+    /// Answered searches held until the CPUs they read made their next records.
+    stalls: stall::StallWatch<Answered>,
     /// Events waiting to be put in order.
     pending: Vec<Event>,
     /// The newest timestamp seen, and the newest folded.
@@ -223,6 +236,7 @@ impl Validator {
             model: Model::new(topo, config),
             pairing: ReasonPairing::default(),
             open: VecDeque::new(),
+            stalls: stall::StallWatch::default(),
             pending: Vec::new(),
             newest_ns: 0,
             folded_ns: 0,
@@ -259,6 +273,9 @@ impl Validator {
             self.fold(&e);
         }
         self.close_searches(u64::MAX);
+        for (a, stalled) in self.stalls.finish() {
+            self.settle(a, stalled);
+        }
         let mut out = self.out;
         out.balanced_agreement = share(out.total.balanced_agree, out.total.decisions);
         out.migration_type_agreement = share(out.total.type_agree, out.total.both_unbalanced);
@@ -274,6 +291,9 @@ impl Validator {
 
     fn fold(&mut self, e: &Event) {
         self.close_searches(e.ts_ns);
+        for (a, stalled) in self.stalls.saw(e) {
+            self.settle(a, stalled);
+        }
         if e.ts_ns < self.folded_ns {
             self.out.late += 1;
         }
@@ -310,10 +330,11 @@ impl Validator {
         match b.search_ns.filter(|&ns| ns > 0) {
             Some(ns) => self.open.push_back(OpenSearch {
                 balance: b.clone(),
+                t_ns: ts,
                 end_ns: ts + u64::from(ns),
                 start,
             }),
-            None => self.judge(b, start),
+            None => self.judge(b.clone(), ts, start),
         }
     }
 
@@ -336,7 +357,7 @@ impl Validator {
                 _ => true,
             };
             if same {
-                self.judge(b, o.start);
+                self.judge(o.balance, o.t_ns, o.start);
             } else if let Some(s) = &o.start {
                 let key = self.model.level_key(s.level).to_string();
                 *self.out.raced.entry(key).or_default() += 1;
@@ -344,11 +365,42 @@ impl Validator {
         }
     }
 
-    fn judge(&mut self, b: &Balance, pass: Option<BalancePass>) {
-        let Some(pass) = pass else {
+    /// A search the model answered (`pass`): judged once the CPUs it read show they had not
+    /// stopped across it.
+    fn judge(&mut self, b: Balance, t_ns: u64, pass: Option<BalancePass>) {
+        let Some(p) = &pass else {
             self.out.unmapped += 1;
             return;
         };
+        let span: Vec<u32> = p
+            .groups
+            .iter()
+            .flat_map(|g| g.cpus.iter().map(|c| c as u32))
+            .collect();
+        let dst = b.dst_cpu;
+        if let Some(a) = self
+            .stalls
+            .hold((b, t_ns, pass), t_ns, dst, span.into_iter())
+        {
+            self.settle(a, false);
+        }
+    }
+
+    /// A held search whose CPUs showed whether they had stopped: set aside if one had, else
+    /// scored.
+    fn settle(&mut self, (b, t_ns, pass): Answered, stalled: bool) {
+        let Some(pass) = pass else {
+            return;
+        };
+        if stalled {
+            let key = self.model.level_key(pass.level).to_string();
+            *self.out.stalled.entry(key).or_default() += 1;
+            return;
+        }
+        self.score(&b, t_ns, pass);
+    }
+
+    fn score(&mut self, b: &Balance, t_ns: u64, pass: BalancePass) {
         let d = &pass.decision;
         self.out.total.add(b, d);
         let key = self.model.level_key(pass.level).to_string();
@@ -377,7 +429,7 @@ impl Validator {
         }
         let (d, groups) = (pass.decision, pass.groups);
         self.out.disagreements.push(Disagreement {
-            t_ns: self.folded_ns,
+            t_ns,
             level: key,
             sd_level: b.level,
             dst_cpu: b.dst_cpu,

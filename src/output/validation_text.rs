@@ -150,6 +150,17 @@ pub fn validation(v: &Validation, w: &mut impl Write) -> io::Result<()> {
             t.join(", ")
         )?;
     }
+    if !v.stalled.is_empty() {
+        let t: Vec<String> = v.stalled.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        writeln!(
+            w,
+            "  not judged, stalled (a CPU the search read made records until just before it, \
+             none for 5 ms after, then a change of its run-queue length: its vCPU had \
+             stopped, and the kernel may have read the change long before the record's \
+             time): {}",
+            t.join(", ")
+        )?;
+    }
     if v.unmapped > 0 || v.late > 0 || v.redo > 0 {
         writeln!(
             w,

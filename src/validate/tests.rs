@@ -355,6 +355,29 @@ fn searches_that_raced_the_state_they_read_are_not_judged() {
     assert_eq!(v.raced.values().sum::<u64>(), 1);
 }
 
+/// A search that read a CPU which made records until just before it, then none for 5 ms, and
+/// came back with its run queue changed, is set apart as stalled (the kernel may have read the
+/// change long before its record); one whose CPUs came back sooner is judged.
+#[test]
+fn searches_across_a_stopped_cpu_are_not_judged() {
+    const MS: u64 = 1_000_000;
+    let topo = Topology::synthetic_flat(4);
+    let mut evs = three_on_cpu0(MS);
+    // The kernel found it balanced (CPU 0 already down to one task for it); the model,
+    // holding three there, would not.
+    evs.push(balance(MS + 500, 1, 4, CpuIdleType::Idle, None));
+    evs.push(nr(MS + 500 + 6 * MS, 0, 1));
+    // CPU 0 running and back within a millisecond: judged (and agreeing, one task there).
+    evs.push(switch(20 * MS, 0, 10));
+    evs.push(balance(20 * MS + 100, 2, 4, CpuIdleType::Idle, None));
+    evs.push(switch(20 * MS + 600, 0, 10));
+    let v = validate(&topo, config(), &evs);
+    assert_eq!(v.stalled.values().sum::<u64>(), 1, "{v:?}");
+    assert_eq!(v.total.decisions, 1);
+    assert_eq!(v.total.balanced_agree, 1);
+    assert!(v.disagreements.is_empty());
+}
+
 #[test]
 fn the_model_answers_the_kernels_question() {
     let topo = Topology::synthetic_flat(4);

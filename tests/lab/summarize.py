@@ -431,9 +431,11 @@ def summarize(a):
         "model_decisions": v["total"]["decisions"],
         "model_migration_type_agreement": v["migration_type_agreement"],
         "model_both_unbalanced": v["total"]["both_unbalanced"],
-        "model_per_level": {k: dict(level_scores(l), raced=v["raced"].get(k, 0))
+        "model_per_level": {k: dict(level_scores(l), raced=v["raced"].get(k, 0),
+                                    stalled=v.get("stalled", {}).get(k, 0))
                             for k, l in v["per_level"].items()},
         "model_raced": sum(v["raced"].values()),
+        "model_stalled": sum(v.get("stalled", {}).values()),
         "model_total": level_scores(v["total"]),
         "balance_events": v["balance_events"],
         "balance_levels": v["balance_events_per_sd_level"],
@@ -559,6 +561,7 @@ def pct(v, n=None):
 def level_cell(name, l):
     kappa = "n/a" if l["kappa"] is None else f"{l['kappa']:.2f}"
     raced = f", {l['raced']} raced" if l.get("raced") else ""
+    raced += f", {l['stalled']} stalled" if l.get("stalled") else ""
     return (f"{name} {kappa}, {pct(l['recall'])}, {pct(l['precision'])} "
             f"({l['kernel_imbalanced']} of {l['searches']}{raced}; "
             f"{pct(l['constant_agreement'])}, {pct(l['constant_precision'])})")
