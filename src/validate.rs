@@ -205,7 +205,7 @@ struct OpenSearch {
 
 /// A search with the model's answer, waiting to be judged until the CPUs it read show
 /// whether they had stopped: its record, its time, and the answer.
-type Answered = (Balance, u64, Option<BalancePass>);
+type Answered = (Balance, u64, BalancePass);
 
 /// Validation mode's state; see the module documentation.
 #[derive(Clone, Debug)]
@@ -368,11 +368,11 @@ impl Validator {
     /// A search the model answered (`pass`): judged once the CPUs it read show they had not
     /// stopped across it.
     fn judge(&mut self, b: Balance, t_ns: u64, pass: Option<BalancePass>) {
-        let Some(p) = &pass else {
+        let Some(pass) = pass else {
             self.out.unmapped += 1;
             return;
         };
-        let span: Vec<u32> = p
+        let span: Vec<u32> = pass
             .groups
             .iter()
             .flat_map(|g| g.cpus.iter().map(|c| c as u32))
@@ -389,9 +389,6 @@ impl Validator {
     /// A held search whose CPUs showed whether they had stopped: set aside if one had, else
     /// scored.
     fn settle(&mut self, (b, t_ns, pass): Answered, stalled: bool) {
-        let Some(pass) = pass else {
-            return;
-        };
         if stalled {
             let key = self.model.level_key(pass.level).to_string();
             *self.out.stalled.entry(key).or_default() += 1;

@@ -120,12 +120,15 @@ impl<T> StallWatch<T> {
     /// in the order they were held.
     fn release(&mut self, now: u64) -> Vec<(T, bool)> {
         let mut out = Vec::new();
-        if self.held.is_empty() {
+        let ready = |h: &Held<T>| h.waiting.is_empty() || now > h.t_ns + MAX_WAIT_NS;
+        // Asked first: a search is held for microseconds, over many events, and rebuilding
+        // the queue at each of them allocated.
+        if !self.held.iter().any(ready) {
             return out;
         }
         let mut keep = VecDeque::with_capacity(self.held.len());
         for h in self.held.drain(..) {
-            if h.waiting.is_empty() || now > h.t_ns + MAX_WAIT_NS {
+            if ready(&h) {
                 out.push((h.item, h.stalled));
             } else {
                 keep.push_back(h);
