@@ -176,6 +176,9 @@ pub struct App {
     pub status: Option<String>,
     /// The source ended (replay at its end, live source gone).
     pub ended: bool,
+    /// Live: this process's own CPU over the last few seconds, percent of one core
+    /// ([`super::selfcost`]); `None` until measured, and for recordings.
+    pub self_cpu: Option<f64>,
     /// The comparison shown by `diff --tui`.
     pub diff: Option<Box<Diff>>,
     /// Clock base of the recording or machine (monotonic + base = Unix ns).
@@ -220,6 +223,7 @@ impl App {
             source,
             status: None,
             ended: false,
+            self_cpu: None,
             diff: None,
             clock_base_ns,
             timeline: None,

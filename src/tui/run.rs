@@ -101,6 +101,7 @@ pub fn run(
 pub struct LiveFeed {
     src: Source,
     driver: Driver,
+    cost: super::selfcost::SelfCost,
 }
 
 impl LiveFeed {
@@ -109,6 +110,7 @@ impl LiveFeed {
         LiveFeed {
             src,
             driver: Driver::new(analyzer),
+            cost: super::selfcost::SelfCost::default(),
         }
     }
 }
@@ -151,6 +153,15 @@ impl Feed for LiveFeed {
             }
         };
         let mut changed = p.changed;
+        let now = std::time::Instant::now();
+        if self.cost.due(now) {
+            let dir = std::path::Path::new("/proc/self/task");
+            if let Some(share) =
+                super::selfcost::process_run_ns(dir).and_then(|run_ns| self.cost.add(now, run_ns))
+            {
+                app.self_cpu = Some(share);
+            }
+        }
         if p.ended && !app.ended {
             app.ended = true;
             app.status = Some("the source ended".into());

@@ -646,6 +646,38 @@ fn live_pause_holds_the_screen_while_collecting() {
     has(&scr, "probes: tracepoints only (tp_btf; 7 of 7 attached)");
 }
 
+/// Live `top` says its own CPU on the title line, before the clock, at every size; a
+/// replay never does.
+#[test]
+fn live_title_shows_its_own_cpu() {
+    let (h, snaps) = golden();
+    let mut app = App::new(
+        h.topology.clone(),
+        1_000_000_000,
+        SourceInfo::Live {
+            probe_mode: "tracepoints only".into(),
+        },
+        0,
+    );
+    app.push(snaps[0].clone());
+    assert!(!render(&app, 80, 24).contains("self "), "not measured yet");
+    app.self_cpu = Some(1.234);
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        let title = scr.lines().next().unwrap().trim_end();
+        assert!(
+            title.contains("| self 1.2% | ") && title.ends_with(" UTC"),
+            "{title}"
+        );
+    }
+    let (mut replay, _) = replay_app(
+        "tests/fixtures/lab/6.12-2s-smt-numa-mixed.lbs",
+        View::Overview,
+    );
+    replay.self_cpu = Some(1.234);
+    assert!(!render(&replay, 132, 40).contains("self 1.2%"));
+}
+
 #[test]
 fn no_color_draws_without_colours() {
     let app = golden_app(View::Overview);

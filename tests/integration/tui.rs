@@ -5,6 +5,7 @@
 //! shell's output visible).
 
 use crate::common::*;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -335,6 +336,25 @@ fn top_live_shows_every_view_and_quits_cleanly() {
     let s = t.screen();
     assert!(!s.contains("PAUSED"), "{s}");
     assert_ne!(clock(&s), clock(&held), "resumed: newer intervals");
+
+    // The title's own CPU against the kernel's run time of every thread of the process, over
+    // 6 s that end where the screen's 5 s window ends (give or take the second between
+    // samples and the drains' bursts, hence a factor of two).
+    let pid = t.child_pid();
+    let a = lbscope::tui::selfcost::process_run_ns(Path::new(&format!("/proc/{pid}/task")));
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs(6));
+    let b = lbscope::tui::selfcost::process_run_ns(Path::new(&format!("/proc/{pid}/task")));
+    let s = t.screen();
+    let (Some(a), Some(b)) = (a, b) else {
+        panic!("no /proc/{pid}/task/*/schedstat: the kernel has no schedstats");
+    };
+    let measured = lbscope::tui::selfcost::percent_of_core(b - a, t0.elapsed()).unwrap();
+    let shown = number_after(&s, "| self ");
+    assert!(
+        shown > 0.0 && shown >= measured / 2.0 - 0.3 && shown <= measured * 2.0 + 0.3,
+        "self {shown}% on screen, {measured:.2}% by /proc/{pid}/task/*/schedstat:\n{s}"
+    );
 
     t.quit_cleanly();
     drop(load);

@@ -69,6 +69,15 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     for (k, what) in TIMELINE_KEYS {
         lines.extend(entry(k, what, area.width, pal.title()));
     }
+    lines.extend(text("title line", 0, area.width, pal.title()));
+    lines.extend(text(
+        "PAUSED, N BACK (an older interval) or END; the interval; comm= the filter; live, self: \
+         lbscope's own CPU over the last 5 s, percent of one core (its BPF programs run in the \
+         traced tasks and are not in it); the clock of the interval shown",
+        2,
+        area.width,
+        Style::default(),
+    ));
     lines.extend(text(
         "timeline cells (a cell sums up its span: the most waiting at any instant, else the time running)",
         0,

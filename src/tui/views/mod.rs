@@ -72,8 +72,8 @@ fn title_line(app: &App, pal: Palette, width: usize) -> Line<'static> {
     Line::from(s)
 }
 
-/// What follows the title's name: the state, a replay's position, the interval, the filter
-/// and the clock.
+/// What follows the title's name: the state, a replay's position, the interval, the filter,
+/// live `top`'s own CPU (percent of one core) and the clock.
 fn title_parts(app: &App, pal: Palette, s: &mut Vec<Span<'static>>) {
     if app.diff.is_none() {
         let behind = match (app.cursor(), &app.source) {
@@ -105,6 +105,9 @@ fn title_parts(app: &App, pal: Palette, s: &mut Vec<Span<'static>>) {
         )));
         if let Some(c) = &app.comm {
             s.push(Span::raw(format!(" | comm={c}")));
+        }
+        if let (SourceInfo::Live { .. }, Some(p)) = (&app.source, app.self_cpu) {
+            s.push(Span::raw(format!(" | self {p:.1}%")));
         }
         if let Some(snap) = app.current() {
             s.push(Span::raw(format!(

@@ -1,0 +1,144 @@
+//! `top`'s own cost on its title line: the CPU time of every thread of this process (the
+//! collector, the analyzer and the drawing), as a share of one core over the last
+//! [`WINDOW`] seconds of wall time. The run time comes from `/proc/self/task/*/schedstat`,
+//! the scheduler's own nanosecond count (utime and stime count whole ticks, a tenth of the
+//! figure at this size). The BPF programs are not in it: they run in the traced tasks and are
+//! charged to them (`tests/bench/handlers` measures them). A running thread's count is
+//! brought up to date at the scheduler's next tick or switch: the figure lags by at most a
+//! tick of the thread that reads it.
+//!
+//! Memory: [`WINDOW`] + 1 samples.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Seconds the share is averaged over: the collector drains every half interval, so a
+/// window of one second would swing with how many drains fell in it.
+pub const WINDOW: u32 = 5;
+
+/// How often the process's run time is read.
+const PERIOD: Duration = Duration::from_secs(1);
+
+/// The run time of one thread in ns: the first field of its `schedstat`.
+pub fn parse_schedstat(s: &str) -> Option<u64> {
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// The run time of every thread of the process whose `task` directory is `dir`, in ns;
+/// `None` when the directory cannot be read (no procfs, or schedstats not built in). A
+/// thread that ends between the listing and its read is left out.
+pub fn process_run_ns(dir: &Path) -> Option<u64> {
+    let mut sum = 0u64;
+    let mut any = false;
+    for e in std::fs::read_dir(dir).ok()?.flatten() {
+        if let Some(ns) = std::fs::read_to_string(e.path().join("schedstat"))
+            .ok()
+            .as_deref()
+            .and_then(parse_schedstat)
+        {
+            sum = sum.saturating_add(ns);
+            any = true;
+        }
+    }
+    any.then_some(sum)
+}
+
+/// Percent of one core: `cpu_ns` of run time over `wall` of wall time.
+pub fn percent_of_core(cpu_ns: u64, wall: Duration) -> Option<f64> {
+    let wall_ns = wall.as_nanos();
+    (wall_ns > 0).then(|| cpu_ns as f64 * 100.0 / wall_ns as f64)
+}
+
+/// The samples of the window, and the share they give.
+#[derive(Debug, Default)]
+pub struct SelfCost {
+    samples: VecDeque<(Instant, u64)>,
+}
+
+impl SelfCost {
+    /// Takes a sample at `now` of `run_ns` (the process's run time so far) when [`PERIOD`]
+    /// has passed since the last one; returns the share of one core over the window so far
+    /// (from the oldest sample kept), once two samples span at least a second.
+    pub fn add(&mut self, now: Instant, run_ns: u64) -> Option<f64> {
+        if self
+            .samples
+            .back()
+            .is_some_and(|(t, _)| now.saturating_duration_since(*t) < PERIOD)
+        {
+            return None;
+        }
+        self.samples.push_back((now, run_ns));
+        while self.samples.len() > WINDOW as usize + 1 {
+            self.samples.pop_front();
+        }
+        let (t0, r0) = *self.samples.front()?;
+        let wall = now.saturating_duration_since(t0);
+        if wall < PERIOD {
+            return None;
+        }
+        percent_of_core(run_ns.saturating_sub(r0), wall)
+    }
+
+    /// Whether a sample is due at `now`.
+    pub fn due(&self, now: Instant) -> bool {
+        self.samples
+            .back()
+            .is_none_or(|(t, _)| now.saturating_duration_since(*t) >= PERIOD)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedstat_gives_its_first_field() {
+        assert_eq!(parse_schedstat("123456789 2000 17\n"), Some(123_456_789));
+        assert_eq!(parse_schedstat(""), None);
+        assert_eq!(parse_schedstat("x 1 2"), None);
+    }
+
+    #[test]
+    fn the_share_is_over_the_window_and_waits_for_a_second() {
+        let t0 = Instant::now();
+        let s = |secs: f64| t0 + Duration::from_secs_f64(secs);
+        let mut c = SelfCost::default();
+        assert_eq!(c.add(s(0.0), 1_000_000_000), None, "one sample: no share");
+        assert!(!c.due(s(0.5)));
+        assert_eq!(c.add(s(0.5), 1_005_000_000), None, "too soon: not taken");
+        assert!(c.due(s(1.0)));
+        // 10 ms of run time in 1 s: 1% of a core.
+        let p = c.add(s(1.0), 1_010_000_000).unwrap();
+        assert!((p - 1.0).abs() < 1e-9, "{p}");
+        // Then 10 ms a second, and a burst of 90 ms.
+        for (i, run_ms) in [1_020u64, 1_030, 1_040, 1_130].into_iter().enumerate() {
+            assert!(c.add(s(2.0 + i as f64), run_ms * 1_000_000).is_some());
+        }
+        let p = c.add(s(6.0), 1_140_000_000).unwrap();
+        // The window is the last 5 s: from the sample at 1.0 s (1,010 ms) to 1,140 ms.
+        assert!((p - 130.0 / 5000.0 * 100.0).abs() < 1e-9, "{p}");
+    }
+
+    #[test]
+    fn this_process_has_a_run_time() {
+        let Some(a) = process_run_ns(Path::new("/proc/self/task")) else {
+            // Kernels without schedstats have no such file; CI's has.
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "no /proc/self/task/*/schedstat in CI"
+            );
+            return;
+        };
+        // 30 ms of work, then a sleep: a running thread's count moves at the scheduler's
+        // next update of it (a tick or a switch), so it is read once the thread slept.
+        let start = Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < Duration::from_millis(30) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+        let b = process_run_ns(Path::new("/proc/self/task")).unwrap();
+        assert!(b >= a + 20_000_000, "{a} then {b}: 30 ms of work");
+    }
+}
