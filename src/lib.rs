@@ -18,6 +18,7 @@ pub mod pipeline;
 pub mod reason;
 pub mod record;
 pub mod schedstat;
+pub mod selfcost;
 pub mod source;
 pub mod topology;
 pub mod tui;

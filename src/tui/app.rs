@@ -177,7 +177,7 @@ pub struct App {
     /// The source ended (replay at its end, live source gone).
     pub ended: bool,
     /// Live: this process's own CPU over the last few seconds, percent of one core
-    /// ([`super::selfcost`]); `None` until measured, and for recordings.
+    /// ([`crate::selfcost`]); `None` until measured, and for recordings.
     pub self_cpu: Option<f64>,
     /// The comparison shown by `diff --tui`.
     pub diff: Option<Box<Diff>>,

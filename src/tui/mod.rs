@@ -8,7 +8,6 @@
 //! - `store`: the intervals a screen keeps: chart figures, and whole snapshots packed;
 //! - `views`: one file per view, reading state only;
 //! - `run`: the event loop and its feeds (live analyzer, replay cursor);
-//! - `selfcost`: `top`'s own CPU, shown on its title line;
 //! - `timeline`: the timeline view's state and keys, and the finding explained;
 //! - `diff_timeline`: `diff --tui`'s two runs on their timelines, and that view's keys;
 //! - `term`: raw mode, the alternate screen, restoring them on every exit, `NO_COLOR`.
@@ -22,7 +21,6 @@ pub mod history;
 mod history_tests;
 pub mod keymap;
 pub mod run;
-pub mod selfcost;
 pub mod state;
 pub mod store;
 #[cfg(test)]

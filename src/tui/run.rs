@@ -101,7 +101,7 @@ pub fn run(
 pub struct LiveFeed {
     src: Source,
     driver: Driver,
-    cost: super::selfcost::SelfCost,
+    cost: crate::selfcost::SelfCost,
 }
 
 impl LiveFeed {
@@ -110,7 +110,7 @@ impl LiveFeed {
         LiveFeed {
             src,
             driver: Driver::new(analyzer),
-            cost: super::selfcost::SelfCost::default(),
+            cost: crate::selfcost::SelfCost::default(),
         }
     }
 }
@@ -157,7 +157,7 @@ impl Feed for LiveFeed {
         if self.cost.due(now) {
             let dir = std::path::Path::new("/proc/self/task");
             if let Some(share) =
-                super::selfcost::process_run_ns(dir).and_then(|run_ns| self.cost.add(now, run_ns))
+                crate::selfcost::process_run_ns(dir).and_then(|run_ns| self.cost.add(now, run_ns))
             {
                 app.self_cpu = Some(share);
             }

@@ -245,6 +245,11 @@ fn collect(
 }
 
 impl Tracer {
+    /// The traced program's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Starts `cmd` and waits until a line containing `ready` appears on stdout or stderr
     /// (or, with `None`, waits `settle`).
     pub fn start(name: &str, mut cmd: Command, ready: Option<&str>, settle: Duration) -> Tracer {

@@ -176,6 +176,18 @@ fn prometheus_stores_what_perf_and_runqlat_count() {
         }
     }
     assert!(queries >= 10, "{queries} dashboard queries");
+    // serve's own CPU as Prometheus stored it, against the kernel's run time of every thread
+    // of the process read from outside just after: at most that, and most of it (the last
+    // interval or two are not in the stored value yet).
+    let own = query(prom_port, "lbscope_self_cpu_seconds_total").expect("the self CPU counter");
+    let task_dir = format!("/proc/{}/task", serve.pid());
+    let outside = lbscope::selfcost::process_run_ns(std::path::Path::new(&task_dir))
+        .expect("serve's run time in /proc") as f64
+        / 1e9;
+    assert!(
+        own > 0.0 && own <= outside + 0.01 && own >= outside * 0.5,
+        "serve's self CPU {own} s in Prometheus, {outside} s in {task_dir}/*/schedstat"
+    );
     let (ok, _, err) = serve.interrupt();
     let _ = prom.interrupt();
     assert!(ok, "serve exits 0 on SIGINT: {err}");

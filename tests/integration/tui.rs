@@ -341,15 +341,15 @@ fn top_live_shows_every_view_and_quits_cleanly() {
     // 6 s that end where the screen's 5 s window ends (give or take the second between
     // samples and the drains' bursts, hence a factor of two).
     let pid = t.child_pid();
-    let a = lbscope::tui::selfcost::process_run_ns(Path::new(&format!("/proc/{pid}/task")));
+    let a = lbscope::selfcost::process_run_ns(Path::new(&format!("/proc/{pid}/task")));
     let t0 = Instant::now();
     std::thread::sleep(Duration::from_secs(6));
-    let b = lbscope::tui::selfcost::process_run_ns(Path::new(&format!("/proc/{pid}/task")));
+    let b = lbscope::selfcost::process_run_ns(Path::new(&format!("/proc/{pid}/task")));
     let s = t.screen();
     let (Some(a), Some(b)) = (a, b) else {
         panic!("no /proc/{pid}/task/*/schedstat: the kernel has no schedstats");
     };
-    let measured = lbscope::tui::selfcost::percent_of_core(b - a, t0.elapsed()).unwrap();
+    let measured = lbscope::selfcost::percent_of_core(b - a, t0.elapsed()).unwrap();
     let shown = number_after(&s, "| self ");
     assert!(
         shown > 0.0 && shown >= measured / 2.0 - 0.3 && shown <= measured * 2.0 + 0.3,

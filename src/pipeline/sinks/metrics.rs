@@ -285,6 +285,9 @@ pub struct Metrics {
     unseen: Counter,
     events: Counter,
     intervals: Counter,
+    /// This process's own CPU (every thread), and the run time it last added up to.
+    self_cpu: Counter<f64, AtomicU64>,
+    self_run_ns: u64,
     /// The busiest-group type label set each domain last had (reset to 0 when it changes).
     last_types: Vec<GroupTypeOf>,
 }
@@ -313,6 +316,8 @@ impl Metrics {
             unseen: Counter::default(),
             events: Counter::default(),
             intervals: Counter::default(),
+            self_cpu: Counter::default(),
+            self_run_ns: 0,
             last_types: Vec::new(),
             registry: Registry::default(),
         };
@@ -396,6 +401,14 @@ impl Metrics {
         );
         registry.register("events", "Events analyzed", m.events.clone());
         registry.register("intervals", "Intervals closed", m.intervals.clone());
+        registry.register_with_unit(
+            "self_cpu",
+            "CPU time of the lbscope process itself, every thread (collector, analyzer, HTTP \
+             server), from the scheduler's run time; its BPF programs run in the traced tasks \
+             and are not in it",
+            Unit::Seconds,
+            m.self_cpu.clone(),
+        );
         let mut m = Metrics { registry, ..m };
         m.publish();
         m
@@ -541,6 +554,18 @@ impl Metrics {
         self.unseen.inc_by(s.migrations.unseen);
         self.events.inc_by(s.events);
         self.intervals.inc();
+        self.self_cpu_to(crate::selfcost::process_run_ns(std::path::Path::new(
+            "/proc/self/task",
+        )));
+    }
+
+    /// Brings the self CPU counter to `run_ns` of run time, when read (it never goes back:
+    /// a thread that ended takes its time out of the sum).
+    fn self_cpu_to(&mut self, run_ns: Option<u64>) {
+        if let Some(ns) = run_ns.filter(|ns| *ns > self.self_run_ns) {
+            self.self_cpu.inc_by((ns - self.self_run_ns) as f64 / 1e9);
+            self.self_run_ns = ns;
+        }
     }
 
     /// Encodes the registry into the shared text.

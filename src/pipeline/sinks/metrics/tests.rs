@@ -53,6 +53,29 @@ fn an_interval_becomes_counters_histograms_and_gauges_in_the_exposition() {
     assert!(text.contains("lbscope_model_busiest_group_type{level=\"numa\""));
     assert!(text.contains("lbscope_idle_while_others_wait_seconds_total{"));
     assert!(text.contains("# TYPE lbscope_runqlat_seconds histogram"));
+    // The process's own CPU: this test process analysed the recording above, so it ran.
+    let own = value("lbscope_self_cpu_seconds_total ");
+    assert!(own > 0.0 && own < 3600.0, "{own}");
+    assert!(
+        text.contains("# TYPE lbscope_self_cpu_seconds counter"),
+        "{text}"
+    );
+}
+
+/// The self CPU counter follows the process's run time up, never down (a thread that ended
+/// leaves the sum), in seconds.
+#[test]
+fn self_cpu_only_grows() {
+    let mut m = Metrics::new("6.1.0", "tracepoints", "v6_1");
+    m.self_cpu_to(Some(2_500_000_000));
+    m.self_cpu_to(Some(1_000_000_000));
+    m.self_cpu_to(None);
+    m.self_cpu_to(Some(3_000_000_000));
+    assert!(
+        (m.self_cpu.get() - 3.0).abs() < 1e-9,
+        "{}",
+        m.self_cpu.get()
+    );
 }
 
 #[test]

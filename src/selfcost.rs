@@ -1,6 +1,6 @@
-//! `top`'s own cost on its title line: the CPU time of every thread of this process (the
-//! collector, the analyzer and the drawing), as a share of one core over the last
-//! [`WINDOW`] seconds of wall time. The run time comes from `/proc/self/task/*/schedstat`,
+//! lbscope's own cost: the CPU time of every thread of this process (the collector, the
+//! analyzer, the drawing or the HTTP server), for `top`'s title line as a share of one core
+//! over the last [`WINDOW`] seconds of wall time, and for `serve`'s metrics as a total. The run time comes from `/proc/self/task/*/schedstat`,
 //! the scheduler's own nanosecond count (utime and stime count whole ticks, a tenth of the
 //! figure at this size). The BPF programs are not in it: they run in the traced tasks and are
 //! charged to them (`tests/bench/handlers` measures them). A running thread's count is
