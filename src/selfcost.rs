@@ -44,6 +44,28 @@ pub fn process_run_ns(dir: &Path) -> Option<u64> {
     any.then_some(sum)
 }
 
+/// The kernel's unit for times in `/proc/PID/stat` (USER_HZ, 100 on every Linux ABI).
+const USER_HZ: u64 = 100;
+
+/// The CPU time of a whole process from its `/proc/PID/stat` text, in ns: utime + stime,
+/// which (unlike the threads' `schedstat`) keep the time of threads that have ended, in
+/// 10 ms units.
+pub fn parse_stat_cpu_ns(stat: &str) -> Option<u64> {
+    // The name (field 2) may hold spaces and parentheses: the fields after it start past
+    // the last ')'. utime and stime are fields 14 and 15, the 12th and 13th after it.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut f = rest.split_whitespace().skip(11);
+    let utime: u64 = f.next()?.parse().ok()?;
+    let stime: u64 = f.next()?.parse().ok()?;
+    Some((utime + stime) * (1_000_000_000 / USER_HZ))
+}
+
+/// This process's CPU time so far, every thread that ever ran in it (see
+/// [`parse_stat_cpu_ns`]).
+pub fn process_cpu_ns() -> Option<u64> {
+    parse_stat_cpu_ns(&std::fs::read_to_string("/proc/self/stat").ok()?)
+}
+
 /// Percent of one core: `cpu_ns` of run time over `wall` of wall time.
 pub fn percent_of_core(cpu_ns: u64, wall: Duration) -> Option<f64> {
     let wall_ns = wall.as_nanos();
@@ -97,6 +119,15 @@ mod tests {
         assert_eq!(parse_schedstat("123456789 2000 17\n"), Some(123_456_789));
         assert_eq!(parse_schedstat(""), None);
         assert_eq!(parse_schedstat("x 1 2"), None);
+    }
+
+    #[test]
+    fn stat_gives_utime_plus_stime_past_an_odd_name() {
+        let line = "4242 (a) b (c) R 1 4242 4242 0 -1 4194560 100 0 0 0 250 37 0 0 20 0 3 0 \
+                    999 1000 200 18446744073709551615";
+        assert_eq!(parse_stat_cpu_ns(line), Some(287 * 10_000_000));
+        assert_eq!(parse_stat_cpu_ns("4242 (x) R 1"), None);
+        assert!(process_cpu_ns().is_some());
     }
 
     #[test]

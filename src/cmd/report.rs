@@ -256,10 +256,24 @@ fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
     if src.probes.kallsyms == Some(false) {
         eprintln!("lbscope: warning: /proc/kallsyms gave no addresses: migration reasons fall back to context rules");
     }
+    let started = std::time::Instant::now();
+    // The whole process's time, the collector's thread included once it has ended.
+    let run_before = crate::selfcost::process_cpu_ns();
     match &mut recorder {
         Some(r) => report_with(args, src, interval_ns, "this run", &mut [r])?,
         None => report(args, src, interval_ns, "this run")?,
     };
+    if let (Some(a), Some(b)) = (run_before, crate::selfcost::process_cpu_ns()) {
+        let wall = started.elapsed();
+        if let Some(p) = crate::selfcost::percent_of_core(b.saturating_sub(a), wall) {
+            eprintln!(
+                "lbscope: own CPU {:.2} s over {:.1} s = {p:.2}% of a core (every thread; the \
+                 BPF programs run in the traced tasks and are not in it)",
+                b.saturating_sub(a) as f64 / 1e9,
+                wall.as_secs_f64()
+            );
+        }
+    }
     Ok(())
 }
 
