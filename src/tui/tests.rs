@@ -646,19 +646,24 @@ fn live_pause_holds_the_screen_while_collecting() {
     has(&scr, "probes: tracepoints only (tp_btf; 7 of 7 attached)");
 }
 
-/// Live `top` says its own CPU on the title line, before the clock, at every size; a
-/// replay never does.
-#[test]
-fn live_title_shows_its_own_cpu() {
-    let (h, snaps) = golden();
-    let mut app = App::new(
+/// A live app over the golden recording's topology, probes by tracepoints only.
+fn live_app(h: &crate::record::Header) -> App {
+    App::new(
         h.topology.clone(),
         1_000_000_000,
         SourceInfo::Live {
             probe_mode: "tracepoints only".into(),
         },
         0,
-    );
+    )
+}
+
+/// Live `top` says its own CPU on the title line, before the clock, at every size; a
+/// replay never does.
+#[test]
+fn live_title_shows_its_own_cpu() {
+    let (h, snaps) = golden();
+    let mut app = live_app(&h);
     app.push(snaps[0].clone());
     assert!(!render(&app, 80, 24).contains("self "), "not measured yet");
     app.self_cpu = Some(1.234);
@@ -875,14 +880,7 @@ fn overview_reasons_fit_whole() {
             .by_reason
             .insert((*r).to_string(), 1000 * (10 - i as u64));
     }
-    let mut app = App::new(
-        h.topology.clone(),
-        1_000_000_000,
-        SourceInfo::Live {
-            probe_mode: "tracepoints only".into(),
-        },
-        0,
-    );
+    let mut app = live_app(&h);
     app.push(snaps[0].clone());
     for (w, h) in SIZES {
         let scr = render(&app, w, h);
