@@ -81,7 +81,7 @@ pub struct SelfCost {
 impl SelfCost {
     /// Takes a sample at `now` of `run_ns` (the process's run time so far) when [`PERIOD`]
     /// has passed since the last one; returns the share of one core over the window so far
-    /// (from the oldest sample kept), once two samples span at least a second.
+    /// (from the oldest sample kept), once there are two samples (a [`PERIOD`] apart at least).
     pub fn add(&mut self, now: Instant, run_ns: u64) -> Option<f64> {
         if self
             .samples
@@ -94,12 +94,11 @@ impl SelfCost {
         while self.samples.len() > WINDOW as usize + 1 {
             self.samples.pop_front();
         }
-        let (t0, r0) = *self.samples.front()?;
-        let wall = now.saturating_duration_since(t0);
-        if wall < PERIOD {
+        if self.samples.len() < 2 {
             return None;
         }
-        percent_of_core(run_ns.saturating_sub(r0), wall)
+        let (t0, r0) = *self.samples.front()?;
+        percent_of_core(run_ns.saturating_sub(r0), now.saturating_duration_since(t0))
     }
 
     /// Whether a sample is due at `now`.

@@ -206,12 +206,7 @@ fn run_synthetic(args: &ReportArgs, cpus: usize, interval_ns: u64) -> Result<(),
 
 /// CPU time of the calling thread in ns (the first field of /proc/thread-self/schedstat).
 fn thread_cpu_ns() -> Option<u64> {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+    crate::selfcost::parse_schedstat(&std::fs::read_to_string("/proc/thread-self/schedstat").ok()?)
 }
 
 #[cfg(feature = "bpf")]
@@ -264,12 +259,12 @@ fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
         None => report(args, src, interval_ns, "this run")?,
     };
     if let (Some(a), Some(b)) = (run_before, crate::selfcost::process_cpu_ns()) {
-        let wall = started.elapsed();
-        if let Some(p) = crate::selfcost::percent_of_core(b.saturating_sub(a), wall) {
+        let (own_ns, wall) = (b.saturating_sub(a), started.elapsed());
+        if let Some(p) = crate::selfcost::percent_of_core(own_ns, wall) {
             eprintln!(
                 "lbscope: own CPU {:.2} s over {:.1} s = {p:.2}% of a core (every thread; the \
                  BPF programs run in the traced tasks and are not in it)",
-                b.saturating_sub(a) as f64 / 1e9,
+                own_ns as f64 / 1e9,
                 wall.as_secs_f64()
             );
         }

@@ -71,9 +71,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     }
     lines.extend(text("title line", 0, area.width, pal.title()));
     lines.extend(text(
-        "PAUSED, N BACK (an older interval) or END; the interval; comm= the filter; live, self: \
-         lbscope's own CPU over the last 5 s, percent of one core (its BPF programs run in the \
-         traced tasks and are not in it); the clock of the interval shown",
+        &format!(
+            "PAUSED, N BACK (an older interval) or END; the interval; comm= the filter; live, \
+             self: lbscope's own CPU over the last {} s, percent of one core (its BPF programs \
+             run in the traced tasks and are not in it); the clock of the interval shown",
+            crate::selfcost::WINDOW
+        ),
         2,
         area.width,
         Style::default(),
