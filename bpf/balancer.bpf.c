@@ -124,13 +124,134 @@ struct {
 	__type(value, __u64);
 } search_start SEC(".maps");
 
-static __always_inline void search_entry(void)
+/* cfs_rq->avg.util_est before 6.9: a struct whose first member is `enqueued`. */
+struct util_est___old {
+	unsigned int enqueued;
+	unsigned int ewma;
+};
+struct sched_avg___old {
+	struct util_est___old util_est;
+};
+struct cfs_rq___old {
+	struct sched_avg___old avg;
+};
+
+/* Per CPU, the root cfs_rq's PELT sums as the last search that read that CPU sent them. The
+ * tracepoints' object samples PELT (every few ms, or on a step): near a threshold the balancer
+ * and a sample can fall on either side. So each search sends, stamped just before its own
+ * record, the sums of the span's CPUs that differ from what the last search sent for them:
+ * the sums the kernel is about to read (LBS_PELT with LBS_PELT_AT_SEARCH), and, for the CPUs
+ * it does not send, the last ones sent are those. */
+struct pelt_sent {
+	__u32 load;
+	__u32 runnable;
+	__u32 util;
+	__u32 est;
+	__u32 valid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LBS_MAX_CPUS);
+	__type(key, __u32);
+	__type(value, struct pelt_sent);
+} pelt_at_search SEC(".maps");
+
+/* sd->span, the domain's CPUs (a flexible array at the end of struct sched_domain). */
+struct sched_domain___span {
+	unsigned long span[0];
+};
+
+struct span_walk {
+	__u64 span; /* address of sd->span */
+	__u64 ts;
+	__u64 word;
+	__u32 left; /* span CPUs not reached yet */
+	__u32 cpu; /* the CPU running the search */
+};
+
+static long span_cpu(__u64 i, void *ctx)
+{
+	struct span_walk *w = ctx;
+	__u32 cpu = i, key = cpu;
+	struct pelt_sent *last;
+	struct cfs_rq *cfs;
+	struct lbs_rq *e;
+	__u32 load, runnable, util, est;
+	struct rq *rq;
+
+	if (w->left == 0)
+		return 1;
+	if ((cpu & 63) == 0 &&
+	    bpf_probe_read_kernel(&w->word, sizeof(w->word), (void *)(w->span + (cpu >> 6) * 8)))
+		return 1;
+	if (!(w->word & (1ULL << (cpu & 63))))
+		return 0;
+	w->left -= 1;
+	rq = bpf_per_cpu_ptr(&runqueues, cpu);
+	last = bpf_map_lookup_elem(&pelt_at_search, &key);
+	if (!rq || !last)
+		return 0;
+	cfs = &rq->cfs;
+	load = BPF_CORE_READ(cfs, avg.load_avg);
+	runnable = BPF_CORE_READ(cfs, avg.runnable_avg);
+	util = BPF_CORE_READ(cfs, avg.util_avg);
+	if (bpf_core_field_exists(((struct cfs_rq___old *)cfs)->avg.util_est.enqueued))
+		est = BPF_CORE_READ((struct cfs_rq___old *)cfs, avg.util_est.enqueued);
+	else
+		est = BPF_CORE_READ(cfs, avg.util_est);
+	est &= 0x7fffffff;
+	if (last->valid && last->load == load && last->runnable == runnable &&
+	    last->util == util && last->est == est)
+		return 0;
+	e = bpf_ringbuf_reserve(&balance_events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&lost, 1);
+		return 0;
+	}
+	last->load = load;
+	last->runnable = runnable;
+	last->util = util;
+	last->est = est;
+	last->valid = 1;
+	e->h.ts = w->ts;
+	e->h.kind = LBS_PELT;
+	e->h.flags = LBS_PELT_AT_SEARCH;
+	e->h.cpu = w->cpu;
+	e->rq_cpu = cpu;
+	e->pad = 0;
+	e->v0 = load;
+	e->v1 = runnable;
+	e->v2 = util | ((__u64)est << 32);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* Sends the PELT sums of the CPUs `env`'s search is about to read (see pelt_at_search),
+ * stamped `ts`. */
+static __always_inline void pelt_snapshot(struct lb_env *env, __u64 ts)
+{
+	struct sched_domain *sd = BPF_CORE_READ(env, sd);
+	struct span_walk w = {};
+
+	if (!sd || !bpf_ksym_exists(&runqueues) || (origin_wanted && !origin_on))
+		return;
+	w.span = (__u64)sd + bpf_core_field_offset(struct sched_domain___span, span);
+	w.left = BPF_CORE_READ(sd, span_weight);
+	w.ts = ts;
+	w.cpu = bpf_get_smp_processor_id();
+	bpf_loop(LBS_MAX_CPUS, span_cpu, &w, 0);
+}
+
+static __always_inline void search_entry(struct lb_env *env)
 {
 	__u32 zero = 0;
-	__u64 *t = bpf_map_lookup_elem(&search_start, &zero);
+	__u64 *t = bpf_map_lookup_elem(&search_start, &zero), now = bpf_ktime_get_ns();
 
+	pelt_snapshot(env, now - 1);
 	if (t)
-		*t = bpf_ktime_get_ns();
+		*t = now;
 }
 
 /* A zeroed LBS_BALANCE record stamped `ts`, with this CPU and the pass's origin; NULL when
@@ -196,9 +317,9 @@ static __always_inline void emit_search(struct lb_env *env, __u32 balanced)
 
 /* The busiest-group search returns NULL when the domain is balanced. */
 SEC("fentry/sched_balance_find_src_group")
-int BPF_PROG(lb_search_new_entry)
+int BPF_PROG(lb_search_new_entry, struct lb_env *env)
 {
-	search_entry();
+	search_entry(env);
 	return 0;
 }
 
@@ -210,9 +331,9 @@ int BPF_PROG(lb_search_new, struct lb_env *env, struct sched_group *ret)
 }
 
 SEC("fentry/find_busiest_group")
-int BPF_PROG(lb_search_old_entry)
+int BPF_PROG(lb_search_old_entry, struct lb_env *env)
 {
-	search_entry();
+	search_entry(env);
 	return 0;
 }
 
@@ -471,7 +592,7 @@ __u32 attached = 0;
 /* A frame older than this belongs to no running search (one takes microseconds). */
 #define FRAME_MAX_AGE_NS 1000000000ULL
 
-static __always_inline void frame_push(__u64 env, __u64 sp)
+static __always_inline void frame_push(__u64 env, __u64 sp, __u64 ts)
 {
 	__u32 zero = 0, d;
 	struct search_frames *s = bpf_map_lookup_elem(&frames, &zero);
@@ -485,7 +606,7 @@ static __always_inline void frame_push(__u64 env, __u64 sp)
 		d = 0;
 	}
 	s->f[d & (FRAMES - 1)].env = env;
-	s->f[d & (FRAMES - 1)].ts = bpf_ktime_get_ns();
+	s->f[d & (FRAMES - 1)].ts = ts;
 	s->f[d & (FRAMES - 1)].sp = sp;
 	s->depth = d + 1;
 }
@@ -535,7 +656,11 @@ static __always_inline void kp_search_exit(struct pt_regs *ctx, int balanced)
 SEC("kprobe/sched_balance_find_src_group")
 int BPF_KPROBE(kp_search_new_entry, struct lb_env *env)
 {
-	frame_push((__u64)env, PT_REGS_SP(ctx));
+	__u64 now = bpf_ktime_get_ns();
+
+	if (attached)
+		pelt_snapshot(env, now - 1);
+	frame_push((__u64)env, PT_REGS_SP(ctx), now);
 	return 0;
 }
 
@@ -549,7 +674,11 @@ int BPF_KRETPROBE(kp_search_new, struct sched_group *ret)
 SEC("kprobe/find_busiest_group")
 int BPF_KPROBE(kp_search_old_entry, struct lb_env *env)
 {
-	frame_push((__u64)env, PT_REGS_SP(ctx));
+	__u64 now = bpf_ktime_get_ns();
+
+	if (attached)
+		pelt_snapshot(env, now - 1);
+	frame_push((__u64)env, PT_REGS_SP(ctx), now);
 	return 0;
 }
 

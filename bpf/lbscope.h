@@ -114,7 +114,9 @@ struct lbs_migrate_frames {
 /* LBS_NR_RUNNING (v0 = nr_running; v1 = the root cfs_rq's util_est | LBS_UTIL_EST_SENT, or 0
  * when not read; v2 = the CFS tasks the balancer counts, rq->cfs.h_nr_running, h_nr_runnable
  * since 6.14, | LBS_UTIL_EST_SENT, or 0 when not read), LBS_CAPACITY (v0 = cpu_capacity),
- * LBS_PELT (v0 = load_avg, v1 = runnable_avg, v2 = util_avg low 32 bits, util_est high) */
+ * LBS_PELT (v0 = load_avg, v1 = runnable_avg, v2 = util_avg low 32 bits, util_est high;
+ * h.flags LBS_PELT_AT_SEARCH: sent by a busiest-group search as it began, for a CPU it reads) */
+#define LBS_PELT_AT_SEARCH 1
 #define LBS_UTIL_EST_SENT 0x100000000ULL
 struct lbs_rq {
 	struct lbs_hdr h;

@@ -256,6 +256,11 @@ pub struct PeltInfo {
     pub runnable_avg: u64,
     pub util_avg: u64,
     pub util_est: Option<u64>,
+    /// Sent by a busiest-group search as it began, for a CPU of its span (the balancer
+    /// hooks): the sums the kernel was about to read, not a sample. A search sends only the
+    /// CPUs whose sums changed since the last search that sent them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub at_search: bool,
 }
 
 /// The payload of [`EventKind::Numa`].

@@ -14,6 +14,7 @@
 //! per task detached but not yet migrated, and counters.
 
 use crate::event::{Balance, CpuIdleType, Event, EventKind, MigrationType};
+use crate::model::stats::Decision;
 use crate::model::{BalancePass, GroupStats, Model, ModelConfig};
 use crate::topology::Topology;
 use serde::Serialize;
@@ -191,6 +192,23 @@ pub struct Validation {
     pub disagreements: Vec<Disagreement>,
     /// `reasons.agreeing / reasons.matched`.
     pub reason_agreement: Option<f64>,
+    /// PELT records the kernel's searches sent (`PeltInfo::at_search`; 0 in a recording made
+    /// before the balancer hooks sent them). The figures above read those sums at each search.
+    pub pelt_at_search: u64,
+    /// The same searches answered from PELT as sampled, without the searches' records: what
+    /// the model is worth without the balancer hooks (the PELT samples come every few ms, or
+    /// at once on a step). Equal to the figures above when `pelt_at_search` is 0.
+    pub sampled: SampledAgreement,
+}
+
+/// The model's balanced-or-not answers from sampled PELT ([`Validation::sampled`]), on the
+/// searches judged above.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SampledAgreement {
+    /// All levels.
+    pub total: LevelAgreement,
+    /// Per level key.
+    pub per_level: BTreeMap<String, LevelAgreement>,
 }
 
 /// A search waiting for the model to reach its exit: its record, when it exited, and the
@@ -201,16 +219,22 @@ struct OpenSearch {
     t_ns: u64,
     end_ns: u64,
     start: Option<BalancePass>,
+    /// The answer from PELT as sampled (see [`Validator::sampled`]).
+    sampled: Option<Decision>,
 }
 
 /// A search with the model's answer, waiting to be judged until the CPUs it read show
 /// whether they had stopped: its record, its time, and the answer.
-type Answered = (Balance, u64, BalancePass);
+type Answered = (Balance, u64, BalancePass, Option<Decision>);
 
 /// Validation mode's state; see the module documentation.
 #[derive(Clone, Debug)]
 pub struct Validator {
     model: Model,
+    /// The same model without the PELT sums the searches sent (`PeltInfo::at_search`): its
+    /// PELT is sampled as it is without the balancer hooks, and its answers are scored
+    /// beside the model's ([`Validation::sampled`]).
+    sampled: Model,
     pairing: ReasonPairing,
     /// Searches with a length (a few at a time: one per CPU searching), until the model is
     /// folded past their exit.
@@ -233,7 +257,8 @@ impl Validator {
             ..Validation::default()
         };
         Validator {
-            model: Model::new(topo, config),
+            model: Model::new(topo, config.clone()),
+            sampled: Model::new(topo, config),
             pairing: ReasonPairing::default(),
             open: VecDeque::new(),
             stalls: stall::StallWatch::default(),
@@ -283,6 +308,10 @@ impl Validator {
         for l in out.per_level.values_mut() {
             l.finish();
         }
+        out.sampled.total.finish();
+        for l in out.sampled.per_level.values_mut() {
+            l.finish();
+        }
         out.reasons = self.pairing.agreement;
         out.reasons.finish();
         out.reason_agreement = out.reasons.share();
@@ -312,6 +341,10 @@ impl Validator {
             }
         }
         self.pairing.push(e);
+        match &e.kind {
+            EventKind::Pelt(p) if p.at_search => self.out.pelt_at_search += 1,
+            _ => self.sampled.push(e),
+        }
         self.model.push(e);
     }
 
@@ -326,15 +359,24 @@ impl Validator {
         // this search already).
         self.model
             .balance_search(ts, b.dst_cpu, b.sd_weight, b.idle);
-        let start = self.model.decide_at(b.dst_cpu, b.sd_weight, b.idle);
+        self.sampled
+            .balance_search(ts, b.dst_cpu, b.sd_weight, b.idle);
+        let start = self
+            .model
+            .decide_at_search(ts, b.dst_cpu, b.sd_weight, b.idle);
+        let sampled = self
+            .sampled
+            .decide_at(b.dst_cpu, b.sd_weight, b.idle)
+            .map(|p| p.decision);
         match b.search_ns.filter(|&ns| ns > 0) {
             Some(ns) => self.open.push_back(OpenSearch {
                 balance: b.clone(),
                 t_ns: ts,
                 end_ns: ts + u64::from(ns),
                 start,
+                sampled,
             }),
-            None => self.judge(b.clone(), ts, start),
+            None => self.judge(b.clone(), ts, start, sampled),
         }
     }
 
@@ -347,7 +389,9 @@ impl Validator {
                 break;
             };
             let b = &o.balance;
-            let end = self.model.decide_at(b.dst_cpu, b.sd_weight, b.idle);
+            let end = self
+                .model
+                .decide_at_search(o.t_ns, b.dst_cpu, b.sd_weight, b.idle);
             let same = match (&o.start, &end) {
                 (Some(s), Some(e)) => {
                     let (s, e) = (&s.decision, &e.decision);
@@ -357,7 +401,7 @@ impl Validator {
                 _ => true,
             };
             if same {
-                self.judge(o.balance, o.t_ns, o.start);
+                self.judge(o.balance, o.t_ns, o.start, o.sampled);
             } else if let Some(s) = &o.start {
                 let key = self.model.level_key(s.level).to_string();
                 *self.out.raced.entry(key).or_default() += 1;
@@ -367,7 +411,13 @@ impl Validator {
 
     /// A search the model answered (`pass`): judged once the CPUs it read show they had not
     /// stopped across it.
-    fn judge(&mut self, b: Balance, t_ns: u64, pass: Option<BalancePass>) {
+    fn judge(
+        &mut self,
+        b: Balance,
+        t_ns: u64,
+        pass: Option<BalancePass>,
+        sampled: Option<Decision>,
+    ) {
         let Some(pass) = pass else {
             self.out.unmapped += 1;
             return;
@@ -380,7 +430,7 @@ impl Validator {
         let dst = b.dst_cpu;
         if let Some(a) = self
             .stalls
-            .hold((b, t_ns, pass), t_ns, dst, span.into_iter())
+            .hold((b, t_ns, pass, sampled), t_ns, dst, span.into_iter())
         {
             self.settle(a, false);
         }
@@ -388,11 +438,21 @@ impl Validator {
 
     /// A held search whose CPUs showed whether they had stopped: set aside if one had, else
     /// scored.
-    fn settle(&mut self, (b, t_ns, pass): Answered, stalled: bool) {
+    fn settle(&mut self, (b, t_ns, pass, sampled): Answered, stalled: bool) {
         if stalled {
             let key = self.model.level_key(pass.level).to_string();
             *self.out.stalled.entry(key).or_default() += 1;
             return;
+        }
+        if let Some(d) = &sampled {
+            let key = self.model.level_key(pass.level).to_string();
+            self.out.sampled.total.add(&b, d);
+            self.out
+                .sampled
+                .per_level
+                .entry(key)
+                .or_default()
+                .add(&b, d);
         }
         self.score(&b, t_ns, pass);
     }

@@ -46,6 +46,8 @@ struct State {
     capacity: BTreeMap<u32, Event>,
     nr_running: BTreeMap<u32, Event>,
     pelt: BTreeMap<u32, Event>,
+    /// The last PELT sums a search sent, apart from the samples (`PeltInfo::at_search`).
+    pelt_at_search: BTreeMap<u32, Event>,
 }
 
 impl State {
@@ -77,6 +79,9 @@ impl State {
             }
             EventKind::NrRunning { rq_cpu, .. } => {
                 self.nr_running.insert(u32::from(*rq_cpu), keep);
+            }
+            EventKind::Pelt(p) if p.at_search => {
+                self.pelt_at_search.insert(p.rq_cpu, keep);
             }
             EventKind::Pelt(p) => {
                 self.pelt.insert(p.rq_cpu, keep);
@@ -184,6 +189,7 @@ impl Ring {
             .chain(s.capacity.values())
             .chain(s.nr_running.values())
             .chain(s.pelt.values())
+            .chain(s.pelt_at_search.values())
             .map(|e| Event {
                 ts_ns: t0.ts_ns,
                 ..e.clone()

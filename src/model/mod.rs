@@ -39,7 +39,7 @@ pub use findings::{Finding, FindingKind, FindingLog};
 pub use stats::{GroupStats, GroupType, MigrationType, ModelRules};
 
 use crate::cpuset::CpuSet;
-use crate::event::{CpuIdleType, Event, EventKind, OptU32, Pid};
+use crate::event::{CpuIdleType, Event, EventKind, OptU32, PeltInfo, Pid};
 use crate::idhash::IdSet;
 use crate::topology::{IndexedTopology, LevelKind, Topology};
 use domains::{DomainTable, ModelDomain};
@@ -123,11 +123,25 @@ struct CpuState {
     util: u64,
     /// A PELT sample was seen (`util` is then known).
     pelt_seen: bool,
+    /// When the last PELT sample came.
+    pelt_ns: u64,
+    /// The sums the last busiest-group search that read this CPU sent (`PeltInfo::at_search`:
+    /// the balancer hooks); the CPU's sums at any later search that did not send new ones.
+    at_search: Option<SearchPelt>,
     /// util_est (0 when the recording does not have it).
     util_est: u64,
     capacity: Option<u64>,
     /// Remote wakeups queued for this CPU and not yet activated (see `waking`).
     wakes_pending: u32,
+}
+
+/// A CPU's root PELT sums as a busiest-group search was about to read them.
+#[derive(Clone, Copy, Debug, Default)]
+struct SearchPelt {
+    load: u64,
+    runnable: u64,
+    util: u64,
+    util_est: u64,
 }
 
 impl CpuState {
@@ -142,6 +156,20 @@ impl CpuState {
     /// The capacity as last seen, else a full one.
     fn capacity(&self) -> u64 {
         self.capacity.unwrap_or(stats::CAPACITY_SCALE)
+    }
+
+    /// [`CpuState::sample`] for a busiest-group search that began at `since`: the PELT sums
+    /// the searches sent, unless a sample came after `since` (the CPU changed while the
+    /// search ran).
+    fn sample_at_search(&self, since: u64) -> CpuSample {
+        let mut s = self.sample();
+        if let Some(p) = self.at_search.filter(|_| self.pelt_ns <= since) {
+            s.load_avg = p.load;
+            s.runnable_avg = p.runnable;
+            s.util_avg = p.util;
+            s.util_est = p.util_est;
+        }
+        s
     }
 
     fn sample(&self) -> CpuSample {
@@ -367,6 +395,13 @@ impl<X: TaskExt> Model<X> {
         self.cpus.iter().map(CpuState::sample).collect()
     }
 
+    fn samples_at_search(&self, since: u64) -> Vec<CpuSample> {
+        self.cpus
+            .iter()
+            .map(|c| c.sample_at_search(since))
+            .collect()
+    }
+
     /// Folds one event: per-CPU and per-task state, and the findings judged at events
     /// (busy_wakeup, harmful_migration, ping_pong).
     ///
@@ -397,9 +432,15 @@ impl<X: TaskExt> Model<X> {
                 util_est,
                 cfs_h_nr_running,
             } => self.run_queue(*rq_cpu, *nr_running, *util_est, *cfs_h_nr_running),
-            EventKind::Pelt(p) => {
-                self.pelt(p.rq_cpu, p.load_avg, p.runnable_avg, p.util_avg, p.util_est)
-            }
+            EventKind::Pelt(p) if p.at_search => self.pelt_at_search(p),
+            EventKind::Pelt(p) => self.pelt(
+                t,
+                p.rq_cpu,
+                p.load_avg,
+                p.runnable_avg,
+                p.util_avg,
+                p.util_est,
+            ),
             _ => self.push_other(ev),
         }
     }
@@ -491,10 +532,11 @@ impl<X: TaskExt> Model<X> {
         self.refresh_idle(cpu);
     }
 
-    /// A `Pelt` of `rq_cpu`.
+    /// A `Pelt` sample of `rq_cpu` at `t`.
     #[inline]
     pub fn pelt(
         &mut self,
+        t: u64,
         rq_cpu: u32,
         load: u64,
         runnable: u64,
@@ -506,7 +548,21 @@ impl<X: TaskExt> Model<X> {
             c.runnable = runnable;
             c.util = util;
             c.pelt_seen = true;
+            c.pelt_ns = t;
             c.util_est = util_est.unwrap_or(0);
+        }
+    }
+
+    /// A `Pelt` a busiest-group search sent: kept for [`Model::decide_at_search`] only, so
+    /// that everything else sees the same samples with the balancer hooks as without.
+    pub fn pelt_at_search(&mut self, p: &PeltInfo) {
+        if let Some(c) = self.cpu_mut(p.rq_cpu) {
+            c.at_search = Some(SearchPelt {
+                load: p.load_avg,
+                runnable: p.runnable_avg,
+                util: p.util_avg,
+                util_est: p.util_est.unwrap_or(0),
+            });
         }
     }
 
@@ -571,14 +627,36 @@ impl<X: TaskExt> Model<X> {
         sd_weight: u32,
         idle: CpuIdleType,
     ) -> Option<BalancePass> {
+        self.decide(&self.samples(), dst_cpu, sd_weight, idle)
+    }
+
+    /// [`Model::decide_at`] for a search the kernel began at `since`, with the PELT sums the
+    /// searches sent where the recording has them (the balancer hooks send the sums of the
+    /// span's CPUs as a search begins); a CPU sampled after `since` has its sample.
+    pub fn decide_at_search(
+        &self,
+        since: u64,
+        dst_cpu: u32,
+        sd_weight: u32,
+        idle: CpuIdleType,
+    ) -> Option<BalancePass> {
+        self.decide(&self.samples_at_search(since), dst_cpu, sd_weight, idle)
+    }
+
+    fn decide(
+        &self,
+        samples: &[CpuSample],
+        dst_cpu: u32,
+        sd_weight: u32,
+        idle: CpuIdleType,
+    ) -> Option<BalancePass> {
         let cpu = dst_cpu as usize;
         let level = self.level_spanning(cpu, sd_weight)?;
         let dom = &self.table.doms[self.table.index(&self.topo, level, cpu)?];
         let local = dom.group_of(cpu)?;
         let dst_idle = idle != CpuIdleType::NotIdle;
         let caps = self.group_capacities(level, dom);
-        let (groups, decision) =
-            dom.decide_with(&self.samples(), &caps, Some(cpu), local, dst_idle);
+        let (groups, decision) = dom.decide_with(samples, &caps, Some(cpu), local, dst_idle);
         Some(BalancePass {
             level,
             local,

@@ -40,6 +40,36 @@ fn row(w: &mut impl Write, name: &str, a: &LevelAgreement) -> io::Result<()> {
     )
 }
 
+/// The same searches answered from PELT as sampled, one line: what the model is worth where
+/// the balancer hooks do not load.
+fn sampled(v: &Validation, w: &mut impl Write) -> io::Result<()> {
+    let t: Vec<String> = v
+        .sampled
+        .per_level
+        .iter()
+        .chain([(&"all".to_string(), &v.sampled.total)])
+        .map(|(k, a)| {
+            let s = &a.scores;
+            format!(
+                "{k} {} kappa {} recall {} precision {}",
+                share(s.agreement),
+                s.kappa
+                    .map_or_else(|| "-".to_string(), |k| format!("{k:.3}")),
+                share(s.recall),
+                share(s.precision)
+            )
+        })
+        .collect();
+    writeln!(
+        w,
+        "  the rows above read the PELT sums each search sent as it began ({} records); from \
+         PELT as sampled without them (every few ms, or on a step: what the model has without \
+         the balancer hooks): {}",
+        v.pelt_at_search,
+        t.join("; ")
+    )
+}
+
 /// The validation section printed after a report's intervals.
 pub fn validation(v: &Validation, w: &mut impl Write) -> io::Result<()> {
     writeln!(
@@ -73,6 +103,9 @@ pub fn validation(v: &Validation, w: &mut impl Write) -> io::Result<()> {
         "  CONST: what a constant answer scores beside the figure before it (always the \
          commonest verdict; always imbalanced; always the commonest migration type)"
     )?;
+    if v.pelt_at_search > 0 {
+        sampled(v, w)?;
+    }
     if !v.total.types.by_type.is_empty() {
         let t: Vec<String> = v
             .total
@@ -205,8 +238,10 @@ fn margins_line(m: &std::collections::BTreeMap<String, u64>) -> String {
         .collect();
     format!(
         "  what turns the disagreements the kernel's way: the groups' PELT sums (load, util, \
-         runnable) changed by, else one task more or fewer on a group: {} (the model samples \
-         PELT and may count a task being enqueued or dequeued otherwise than the search did)",
+         runnable) changed by, else one task more or fewer on a group: {} (the model's PELT \
+         sums are samples where a search sent none, and a CPU may change while a search \
+         reads; a task being enqueued or dequeued may be counted otherwise than the search \
+         did)",
         parts.join("; ")
     )
 }

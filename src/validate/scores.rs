@@ -49,7 +49,7 @@ impl BinaryScores {
     pub fn new(searches: u64, kernel_imb: u64, model_imb: u64, both_imb: u64) -> BinaryScores {
         let n = searches;
         // Both balanced: the searches neither side found imbalanced.
-        let both_bal = n - kernel_imb - model_imb + both_imb;
+        let both_bal = (n + both_imb).saturating_sub(kernel_imb + model_imb);
         let agree = both_imb + both_bal;
         let kernel_bal = n - kernel_imb;
         let commonest = kernel_bal.max(kernel_imb);

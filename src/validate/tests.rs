@@ -706,3 +706,57 @@ mod lab_fixture {
         }
     }
 }
+
+/// A search that sent the PELT sums it was about to read (the balancer hooks) is answered
+/// from them; the same search answered from the samples is scored apart
+/// ([`Validation::sampled`]). Four overloaded CPUs, CPU 0 pulling: sampled, CPU 1 is at 1,180
+/// against the local 1,000, over imbalance_pct 117; the search read 1,160, under it, and the
+/// kernel found the domain balanced.
+#[test]
+fn searches_are_judged_on_the_pelt_sums_they_sent() {
+    let topo = Topology::synthetic_flat(4);
+    let pelt = |ts: u64, cpu: u32, load: u64, at_search: bool| Event {
+        ts_ns: ts,
+        cpu: 0,
+        kind: EventKind::Pelt(Box::new(crate::event::PeltInfo {
+            rq_cpu: cpu,
+            load_avg: load,
+            runnable_avg: load,
+            util_avg: 1024,
+            util_est: Some(0),
+            at_search,
+        })),
+    };
+    let mut evs = Vec::new();
+    for c in 0..4 {
+        evs.push(switch(100, c, 100 + c));
+        evs.push(nr(200, c, 2));
+        evs.push(pelt(300, c, if c == 1 { 1180 } else { 1000 }, false));
+    }
+    let search = balance(10_000, 0, 4, CpuIdleType::NotIdle, None);
+    let without = validate(
+        &topo,
+        config(),
+        &[evs.clone(), vec![search.clone()]].concat(),
+    );
+    evs.push(pelt(9_999, 1, 1160, true));
+    evs.push(search);
+    let with = validate(&topo, config(), &evs);
+    assert_eq!(without.pelt_at_search, 0);
+    assert_eq!(
+        (without.total.decisions, without.total.balanced_agree),
+        (1, 0)
+    );
+    assert_eq!(without.sampled.total.balanced_agree, 0);
+    assert_eq!(with.pelt_at_search, 1);
+    assert_eq!((with.total.decisions, with.total.balanced_agree), (1, 1));
+    assert_eq!(
+        (
+            with.sampled.total.decisions,
+            with.sampled.total.balanced_agree
+        ),
+        (1, 0)
+    );
+    assert_eq!(with.sampled.per_level["llc"].decisions, 1);
+    assert!(with.disagreements.is_empty());
+}

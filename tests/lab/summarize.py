@@ -446,6 +446,9 @@ def summarize(a):
         "balance_levels": v["balance_events_per_sd_level"],
         "validation_late": v["late"],
         "model_disagreements_turned_by": v.get("disagreement_margins", {}),
+        "model_pelt_at_search": v.get("pelt_at_search", 0),
+        "model_per_level_sampled": {k: level_scores(l) for k, l in
+                                    v.get("sampled", {}).get("per_level", {}).items()},
     })
     if v["late"]:
         # Events older than the reorder window when they came were folded out of order: the
@@ -631,6 +634,39 @@ def compare(files):
             if kind in by:
                 print("| " + " | ".join(list(key) + compare_row(by[kind])) + " |")
     print(turned_by_line([o for by in runs.values() for o in by.values()]))
+    print(sampled_line([o for by in runs.values() for o in by.values()]))
+
+
+def sampled_line(runs):
+    """The model's figures from PELT as sampled, beside the ones judged: the balancer hooks
+    send the PELT sums each search is about to read, and the goals are judged on those; the
+    same searches answered from the samples alone (every few ms, or on a step) are what the
+    model is worth where the hooks do not load. Pooled per level over `runs`, with the
+    lowest kappa of a run."""
+    pooled = {}
+    for o in runs:
+        for key, field in (("hooks", "model_per_level"), ("sampled", "model_per_level_sampled")):
+            for lvl, l in (o.get(field) or {}).items():
+                p = pooled.setdefault(lvl, {}).setdefault(
+                    key, {"n": 0, "agree": 0, "kappa": []})
+                p["n"] += l["searches"]
+                p["agree"] += round((l["agreement"] or 0) * l["searches"])
+                if l["kappa"] is not None and l["searches"] >= MIN_SEARCHES:
+                    p["kappa"].append(l["kappa"])
+    each = []
+    for lvl in sorted(pooled):
+        parts = []
+        for key in ("hooks", "sampled"):
+            p = pooled[lvl].get(key)
+            if not p or not p["n"]:
+                continue
+            k = f", kappa from {min(p['kappa']):.3f}" if p["kappa"] else ""
+            parts.append(f"{key} {100 * p['agree'] / p['n']:.2f}% of {p['n']}{k}")
+        each.append(f"{lvl}: " + "; ".join(parts))
+    n = sum(o.get("model_pelt_at_search", 0) for o in runs)
+    return (f"lab: balanced-or-not from the PELT sums the searches sent ({n} records; the "
+            f"goals are judged on these) and from PELT as sampled alone (what the model has "
+            f"without the balancer hooks), pooled: {' | '.join(each) or 'none'}")
 
 
 def turned_by_line(runs):

@@ -359,6 +359,7 @@ fn util_est_carried_by_nr_running_makes_a_node_overloaded() {
                 runnable_avg: runnable,
                 util_avg: util,
                 util_est: None,
+                at_search: false,
             })),
         )
     };
@@ -584,4 +585,65 @@ fn reduced_capacity_misfit_counts_cfs_tasks_only() {
     s.not_cfs = 2;
     let g = group_stats(&cpus("0"), &[s], 1, &p, false, false);
     assert_eq!(g.misfit_task_load, 0);
+}
+
+/// The PELT sums a search sent as it began (the balancer hooks, `PeltInfo::at_search`) decide
+/// that search, not the last sample: 4 overloaded CPUs of one LLC, CPU 0 pulling; sampled,
+/// CPU 1 is at 1,180 against the local 1,000 (118,000 > 117 · 1,000: imbalanced), while the
+/// search read 1,160 (116,000: balanced, `100 * busiest->avg_load <= imbalance_pct *
+/// local->avg_load`). A sample newer than the search's start wins over what it sent, and
+/// everything but a search's answer keeps reading the samples.
+#[test]
+fn a_search_reads_the_pelt_sums_it_sent() {
+    use crate::analyze::tests::{ev, nr, switch};
+    use crate::event::{CpuIdleType, EventKind, PeltInfo};
+    use crate::model::{Model, ModelConfig};
+    let topo = Topology::synthetic(&[(LevelKind::Llc, "MC", 4)], 4);
+    let pelt = |ts: u64, cpu: u32, load: u64, at_search: bool| {
+        ev(
+            ts,
+            0,
+            EventKind::Pelt(Box::new(PeltInfo {
+                rq_cpu: cpu,
+                load_avg: load,
+                runnable_avg: load,
+                util_avg: 1024,
+                util_est: Some(0),
+                at_search,
+            })),
+        )
+    };
+    for rules in [ModelRules::V6_1, ModelRules::V6_6Plus] {
+        let config = ModelConfig {
+            rules,
+            ..ModelConfig::default()
+        };
+        let mut m = Model::new(&topo, config);
+        for c in 0..4 {
+            m.push(&switch(1, c, 0, 0, 100 + c));
+            m.push(&nr(2, c, 2));
+            m.push(&pelt(3, c, if c == 1 { 1180 } else { 1000 }, false));
+        }
+        let balanced = |p: Option<crate::model::BalancePass>| p.unwrap().decision.imbalance == 0;
+        let at =
+            |m: &Model, since: u64| balanced(m.decide_at_search(since, 0, 4, CpuIdleType::NotIdle));
+        assert!(
+            !balanced(m.decide_at(0, 4, CpuIdleType::NotIdle)),
+            "{rules:?}"
+        );
+        // With no search's sums yet, a search reads the samples.
+        assert!(!at(&m, 10), "{rules:?}");
+        m.push(&pelt(9, 1, 1160, true));
+        assert!(at(&m, 10), "{rules:?}: the sums the search sent");
+        assert!(
+            !balanced(m.decide_at(0, 4, CpuIdleType::NotIdle)),
+            "{rules:?}: the samples are untouched"
+        );
+        // A later search that sent nothing for CPU 1 reads what the last one sent...
+        assert!(at(&m, 50), "{rules:?}");
+        // ...unless CPU 1 was sampled after that search began.
+        m.push(&pelt(60, 1, 1180, false));
+        assert!(at(&m, 70), "{rules:?}: sampled before the search");
+        assert!(!at(&m, 55), "{rules:?}: sampled while the search ran");
+    }
 }

@@ -201,16 +201,17 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
                 cfs_h_nr_running: OptU32::new(if f & 2 != 0 { Some(c.u32()?) } else { None }),
             }
         }
-        K_PELT | K_PELT_EST => EventKind::Pelt(Box::new(crate::event::PeltInfo {
+        K_PELT | K_PELT_EST | K_PELT_SEARCH => EventKind::Pelt(Box::new(crate::event::PeltInfo {
             rq_cpu: c.u32()?,
             load_avg: c.varint()?,
             runnable_avg: c.varint()?,
             util_avg: c.varint()?,
-            util_est: if tag == K_PELT_EST {
-                Some(c.varint()?)
-            } else {
+            util_est: if tag == K_PELT {
                 None
+            } else {
+                Some(c.varint()?)
             },
+            at_search: tag == K_PELT_SEARCH,
         })),
         K_CAPACITY => EventKind::Capacity {
             rq_cpu: c.u32()?,

@@ -19,6 +19,7 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
             ..
         } if util_est.is_none() && cfs_h_nr_running.is_none() => K_NR_RUNNING,
         EventKind::NrRunning { .. } => K_NR_RUNNING_CFS,
+        EventKind::Pelt(p) if p.at_search => K_PELT_SEARCH,
         EventKind::Pelt(p) if p.util_est.is_none() => K_PELT,
         EventKind::Pelt(_) => K_PELT_EST,
         EventKind::Capacity { .. } => K_CAPACITY,
@@ -126,13 +127,17 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
                 runnable_avg,
                 util_avg,
                 util_est,
+                at_search,
             } = &**pi;
             v(out, *rq_cpu);
             put_varint(out, *load_avg);
             put_varint(out, *runnable_avg);
             put_varint(out, *util_avg);
-            if let Some(e) = util_est {
-                put_varint(out, *e);
+            // A search's record always has util_est (0 when the recording has none).
+            match util_est {
+                Some(e) => put_varint(out, *e),
+                None if *at_search => put_varint(out, 0),
+                None => {}
             }
         }
         EventKind::Capacity { rq_cpu, capacity } => {

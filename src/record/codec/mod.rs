@@ -50,6 +50,8 @@ const K_BALANCE_CALL: u8 = 21;
 const K_SCHEDSTAT: u8 = 22;
 const K_RT_CALL: u8 = 23;
 const K_NR_RUNNING_CFS: u8 = 24;
+/// A PELT record a busiest-group search sent (`PeltInfo::at_search`), with util_est.
+const K_PELT_SEARCH: u8 = 25;
 /// Most slots plus buckets a folded histogram may declare (the analyzer's own bounds are
 /// checked where it is used).
 const MAX_FOLD_LEN: u64 = 4096;

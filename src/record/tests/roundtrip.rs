@@ -97,6 +97,7 @@ fn edge_events() -> Vec<Event> {
             runnable_avg: 0,
             util_avg: 1 << 63,
             util_est: None,
+            at_search: false,
         })),
         EventKind::Pelt(Box::new(crate::event::PeltInfo {
             rq_cpu: 5,
@@ -104,6 +105,15 @@ fn edge_events() -> Vec<Event> {
             runnable_avg: 9,
             util_avg: 300,
             util_est: Some(u64::MAX),
+            at_search: false,
+        })),
+        EventKind::Pelt(Box::new(crate::event::PeltInfo {
+            rq_cpu: u32::MAX,
+            load_avg: u64::MAX,
+            runnable_avg: 1,
+            util_avg: 0,
+            util_est: Some(0),
+            at_search: true,
         })),
         EventKind::Capacity {
             rq_cpu: 0,

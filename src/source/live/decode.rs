@@ -21,6 +21,9 @@ const INLINE_STACK_IDS: u32 = 1 << 31;
 /// the CFS task count.
 const UTIL_EST_SENT: u64 = 1 << 32;
 
+/// `LBS_PELT_AT_SEARCH` of lbscope.h: an `LBS_PELT` record a busiest-group search sent.
+const PELT_AT_SEARCH: u16 = 1;
+
 /// A run-queue length as `LBS_NR_RUNNING` carries it (v0 the count; v1, v2 util_est and the
 /// CFS count, each present when it has `UTIL_EST_SENT`).
 fn nr_running(rq_cpu: u32, v0: u64, v1: u64, v2: u64) -> EventKind {
@@ -182,6 +185,7 @@ impl Decoder {
                     runnable_avg: r.v1,
                     util_avg: r.v2 & 0xffff_ffff,
                     util_est: Some(r.v2 >> 32),
+                    at_search: h.flags & PELT_AT_SEARCH != 0,
                 }))
             }),
             t::lbs_kind::LBS_CAPACITY => read::<t::lbs_rq>(data).map(|r| EventKind::Capacity {
@@ -504,6 +508,41 @@ mod tests {
         };
         r.h.ts = ts;
         r
+    }
+
+    /// A PELT record: util_avg low, util_est high in v2; a search's own (the balancer object
+    /// sets `LBS_PELT_AT_SEARCH`) is marked, a sample is not.
+    #[test]
+    fn pelt_records_say_whether_a_search_sent_them() {
+        let mut d = Decoder::new(Kallsyms::default());
+        let mut out = vec![];
+        for flags in [0, PELT_AT_SEARCH] {
+            let mut r = nr_rec(3000, 5, [900, 800, 700 | (650 << 32)]);
+            r.h.kind = t::lbs_kind::LBS_PELT.0 as u16;
+            r.h.flags = flags;
+            d.decode(&bytes(&r), &|_| None, &mut out);
+        }
+        let got: Vec<_> = out
+            .iter()
+            .map(|e| match &e.kind {
+                EventKind::Pelt(p) => (
+                    p.rq_cpu,
+                    p.load_avg,
+                    p.runnable_avg,
+                    p.util_avg,
+                    p.util_est,
+                    p.at_search,
+                ),
+                k => panic!("{k:?}"),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (5, 900, 800, 700, Some(650), false),
+                (5, 900, 800, 700, Some(650), true)
+            ]
+        );
     }
 
     /// A name ends at its NUL (or fills the field); invalid UTF-8 is replaced, not dropped.
