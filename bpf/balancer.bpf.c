@@ -136,27 +136,39 @@ struct cfs_rq___old {
 	struct sched_avg___old avg;
 };
 
-/* Per CPU, the root cfs_rq's PELT sums as the last search that read that CPU sent them. The
- * tracepoints' object samples PELT (every few ms, or on a step): near a threshold the balancer
- * and a sample can fall on either side. So each search sends, stamped just before its own
- * record, the sums of the span's CPUs that differ from what the last search sent for them:
- * the sums the kernel is about to read (LBS_PELT with LBS_PELT_AT_SEARCH), and, for the CPUs
- * it does not send, the last ones sent are those. */
-struct pelt_sent {
-	__u32 load;
-	__u32 runnable;
-	__u32 util;
-	__u32 est;
-	__u32 valid;
-	__u32 pad;
+/* The root cfs_rq's count of CFS tasks before 6.12.37 and 6.14 (h_nr_queued and h_nr_runnable
+ * since), as lbscope.bpf.c reads it. */
+struct cfs_rq___h_nr_running {
+	unsigned int h_nr_running;
 };
 
+extern int LINUX_KERNEL_VERSION __kconfig;
+#define LBS_KERNEL_VERSION(a, b, c) (((a) << 16) + ((b) << 8) + ((c) > 255 ? 255 : (c)))
+
+static __always_inline __u32 cfs_h_nr(struct cfs_rq *cfs)
+{
+	struct cfs_rq___h_nr_running *old = (void *)cfs;
+
+	if (bpf_core_field_exists(cfs->h_nr_runnable) &&
+	    LINUX_KERNEL_VERSION >= LBS_KERNEL_VERSION(6, 14, 0))
+		return BPF_CORE_READ(cfs, h_nr_runnable);
+	if (bpf_core_field_exists(cfs->h_nr_queued))
+		return BPF_CORE_READ(cfs, h_nr_queued);
+	return BPF_CORE_READ(old, h_nr_running);
+}
+
+/* Per CPU, what the last search that read it sent (LBS_SEARCH_RQ). The tracepoints' object
+ * samples PELT (every few ms, or on a step), and a vCPU its host stops can hold a run-queue
+ * change's record back: near a threshold the balancer and the records can fall on either
+ * side. So each search sends, stamped just before its own record, the run queues of the
+ * span's CPUs that differ from what the last search sent for them; for the CPUs it does not
+ * send, the last ones sent are what it reads. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, LBS_MAX_CPUS);
 	__type(key, __u32);
-	__type(value, struct pelt_sent);
-} pelt_at_search SEC(".maps");
+	__type(value, struct lbs_search_rq);
+} search_rq_sent SEC(".maps");
 
 /* sd->span, the domain's CPUs (a flexible array at the end of struct sched_domain). */
 struct sched_domain___span {
@@ -175,10 +187,8 @@ static long span_cpu(__u64 i, void *ctx)
 {
 	struct span_walk *w = ctx;
 	__u32 cpu = i, key = cpu;
-	struct pelt_sent *last;
+	struct lbs_search_rq now = {}, *last, *e;
 	struct cfs_rq *cfs;
-	struct lbs_rq *e;
-	__u32 load, runnable, util, est;
 	struct rq *rq;
 
 	if (w->left == 0)
@@ -190,47 +200,47 @@ static long span_cpu(__u64 i, void *ctx)
 		return 0;
 	w->left -= 1;
 	rq = bpf_per_cpu_ptr(&runqueues, cpu);
-	last = bpf_map_lookup_elem(&pelt_at_search, &key);
+	last = bpf_map_lookup_elem(&search_rq_sent, &key);
 	if (!rq || !last)
 		return 0;
 	cfs = &rq->cfs;
-	load = BPF_CORE_READ(cfs, avg.load_avg);
-	runnable = BPF_CORE_READ(cfs, avg.runnable_avg);
-	util = BPF_CORE_READ(cfs, avg.util_avg);
+	now.rq_cpu = cpu;
+	now.nr_running = BPF_CORE_READ(rq, nr_running);
+	now.cfs_h_nr = cfs_h_nr(cfs);
+	/* idle_cpu(): the idle task running, nothing queued, no wakeup queued for the CPU. */
+	now.idle = now.nr_running == 0 && BPF_CORE_READ(rq, curr) == BPF_CORE_READ(rq, idle);
+	if (now.idle && bpf_core_field_exists(rq->ttwu_pending) && BPF_CORE_READ(rq, ttwu_pending))
+		now.idle = 0;
+	now.load = BPF_CORE_READ(cfs, avg.load_avg);
+	now.runnable = BPF_CORE_READ(cfs, avg.runnable_avg);
+	now.util = BPF_CORE_READ(cfs, avg.util_avg);
 	if (bpf_core_field_exists(((struct cfs_rq___old *)cfs)->avg.util_est.enqueued))
-		est = BPF_CORE_READ((struct cfs_rq___old *)cfs, avg.util_est.enqueued);
+		now.util_est = BPF_CORE_READ((struct cfs_rq___old *)cfs, avg.util_est.enqueued);
 	else
-		est = BPF_CORE_READ(cfs, avg.util_est);
-	est &= 0x7fffffff;
-	if (last->valid && last->load == load && last->runnable == runnable &&
-	    last->util == util && last->est == est)
+		now.util_est = BPF_CORE_READ(cfs, avg.util_est);
+	now.util_est &= 0x7fffffff;
+	/* h.kind is set once sent: a slot never sent differs. */
+	if (last->h.kind && last->nr_running == now.nr_running && last->cfs_h_nr == now.cfs_h_nr &&
+	    last->idle == now.idle && last->load == now.load && last->runnable == now.runnable &&
+	    last->util == now.util && last->util_est == now.util_est)
 		return 0;
 	e = bpf_ringbuf_reserve(&balance_events, sizeof(*e), 0);
 	if (!e) {
 		__sync_fetch_and_add(&lost, 1);
 		return 0;
 	}
-	last->load = load;
-	last->runnable = runnable;
-	last->util = util;
-	last->est = est;
-	last->valid = 1;
-	e->h.ts = w->ts;
-	e->h.kind = LBS_PELT;
-	e->h.flags = LBS_PELT_AT_SEARCH;
-	e->h.cpu = w->cpu;
-	e->rq_cpu = cpu;
-	e->pad = 0;
-	e->v0 = load;
-	e->v1 = runnable;
-	e->v2 = util | ((__u64)est << 32);
+	now.h.ts = w->ts;
+	now.h.kind = LBS_SEARCH_RQ;
+	now.h.cpu = w->cpu;
+	*last = now;
+	*e = now;
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
 
-/* Sends the PELT sums of the CPUs `env`'s search is about to read (see pelt_at_search),
+/* Sends the run queues of the CPUs `env`'s search is about to read (see search_rq_sent),
  * stamped `ts`. */
-static __always_inline void pelt_snapshot(struct lb_env *env, __u64 ts)
+static __always_inline void search_rq_snapshot(struct lb_env *env, __u64 ts)
 {
 	struct sched_domain *sd = BPF_CORE_READ(env, sd);
 	struct span_walk w = {};
@@ -249,7 +259,7 @@ static __always_inline void search_entry(struct lb_env *env)
 	__u32 zero = 0;
 	__u64 *t = bpf_map_lookup_elem(&search_start, &zero), now = bpf_ktime_get_ns();
 
-	pelt_snapshot(env, now - 1);
+	search_rq_snapshot(env, now - 1);
 	if (t)
 		*t = now;
 }
@@ -659,7 +669,7 @@ int BPF_KPROBE(kp_search_new_entry, struct lb_env *env)
 	__u64 now = bpf_ktime_get_ns();
 
 	if (attached)
-		pelt_snapshot(env, now - 1);
+		search_rq_snapshot(env, now - 1);
 	frame_push((__u64)env, PT_REGS_SP(ctx), now);
 	return 0;
 }
@@ -677,7 +687,7 @@ int BPF_KPROBE(kp_search_old_entry, struct lb_env *env)
 	__u64 now = bpf_ktime_get_ns();
 
 	if (attached)
-		pelt_snapshot(env, now - 1);
+		search_rq_snapshot(env, now - 1);
 	frame_push((__u64)env, PT_REGS_SP(ctx), now);
 	return 0;
 }

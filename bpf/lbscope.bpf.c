@@ -71,6 +71,7 @@ struct lbs_affinity _lbs_affinity = {};
 struct lbs_balance _lbs_balance = {};
 struct lbs_balance_call _lbs_balance_call = {};
 struct lbs_rt_call _lbs_rt_call = {};
+struct lbs_search_rq _lbs_search_rq = {};
 struct lbs_hist _lbs_hist = {};
 struct lbs_proc_hist _lbs_proc_hist = {};
 struct lbs_fold_ctl _lbs_fold_ctl = {};

@@ -34,6 +34,7 @@ enum lbs_kind {
 	LBS_STAGED = 17, /* h.flags records of one CPU, each in an LBS_STAGE_SLOT-byte slot */
 	LBS_SWITCH_NR = 18, /* staged only: an LBS_NR_RUNNING and the LBS_SWITCH after it */
 	LBS_WAKEUP_NR = 19, /* staged only: an LBS_NR_RUNNING and the LBS_WAKEUP after it */
+	LBS_SEARCH_RQ = 20, /* from bpf/balancer.bpf.c's own ring buffer */
 };
 
 /* A CPU's frequent small records (switch, wakeups, run-queue samples, softirq) are gathered
@@ -114,9 +115,7 @@ struct lbs_migrate_frames {
 /* LBS_NR_RUNNING (v0 = nr_running; v1 = the root cfs_rq's util_est | LBS_UTIL_EST_SENT, or 0
  * when not read; v2 = the CFS tasks the balancer counts, rq->cfs.h_nr_running, h_nr_runnable
  * since 6.14, | LBS_UTIL_EST_SENT, or 0 when not read), LBS_CAPACITY (v0 = cpu_capacity),
- * LBS_PELT (v0 = load_avg, v1 = runnable_avg, v2 = util_avg low 32 bits, util_est high;
- * h.flags LBS_PELT_AT_SEARCH: sent by a busiest-group search as it began, for a CPU it reads) */
-#define LBS_PELT_AT_SEARCH 1
+ * LBS_PELT (v0 = load_avg, v1 = runnable_avg, v2 = util_avg low 32 bits, util_est high) */
 #define LBS_UTIL_EST_SENT 0x100000000ULL
 struct lbs_rq {
 	struct lbs_hdr h;
@@ -213,6 +212,24 @@ struct lbs_balance {
 	/* A search's own length, entry to exit (ns, 0 when unknown or not a search): the kernel
 	 * reads the CPUs one after another within it. */
 	__u32 search_ns;
+};
+
+/* LBS_SEARCH_RQ: a CPU's run queue as a busiest-group search began, sent by that search for
+ * a CPU of its span when these fields changed since the last search sent them (so a CPU the
+ * search did not send has what the last one sent): what the kernel is about to read. The
+ * root cfs_rq's PELT sums and util_est (as LBS_PELT has them), nr_running, the CFS task
+ * count (as LBS_NR_RUNNING's v2), and idle: idle_cpu() (the idle task running, nothing
+ * queued, no wakeup pending). */
+struct lbs_search_rq {
+	struct lbs_hdr h;
+	__u32 rq_cpu;
+	__u32 nr_running;
+	__u32 cfs_h_nr;
+	__u32 idle;
+	__u64 load;
+	__u64 runnable;
+	__u32 util;
+	__u32 util_est;
 };
 
 /* LBS_BALANCE_CALL: one call of sched_balance_rq (load_balance before 6.10) on one domain,

@@ -257,10 +257,22 @@ pub struct PeltInfo {
     pub util_avg: u64,
     pub util_est: Option<u64>,
     /// Sent by a busiest-group search as it began, for a CPU of its span (the balancer
-    /// hooks): the sums the kernel was about to read, not a sample. A search sends only the
-    /// CPUs whose sums changed since the last search that sent them.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub at_search: bool,
+    /// hooks), with the run queue's task counts: what the kernel was about to read, not a
+    /// sample. A search sends only the CPUs whose figures changed since the last search that
+    /// sent them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_search: Option<SearchTasks>,
+}
+
+/// A run queue's task counts as a busiest-group search began ([`PeltInfo::at_search`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchTasks {
+    /// `rq->nr_running`.
+    pub nr_running: u32,
+    /// The CFS tasks the balancer counts (`cfs.h_nr_running`, `h_nr_runnable` since 6.14).
+    pub cfs_h_nr_running: u32,
+    /// `idle_cpu()`: the idle task running, nothing queued, no wakeup pending.
+    pub idle: bool,
 }
 
 /// The payload of [`EventKind::Numa`].

@@ -169,6 +169,10 @@ pub struct Validation {
     /// queue's length, which the kernel may have read long before its record's time), by
     /// level key.
     pub stalled: BTreeMap<String, u64>,
+    /// Searches with that sign that were judged all the same, because the search sent the
+    /// run queue of every CPU it read (the balancer hooks): the model read what the kernel
+    /// read, whenever the stopped CPU's records came. By level key.
+    pub stalled_judged: BTreeMap<String, u64>,
     /// `total.balanced_agree / total.decisions`.
     pub balanced_agreement: Option<f64>,
     /// `total.type_agree / total.both_unbalanced`.
@@ -192,17 +196,18 @@ pub struct Validation {
     pub disagreements: Vec<Disagreement>,
     /// `reasons.agreeing / reasons.matched`.
     pub reason_agreement: Option<f64>,
-    /// PELT records the kernel's searches sent (`PeltInfo::at_search`; 0 in a recording made
-    /// before the balancer hooks sent them). The figures above read those sums at each search.
+    /// Run queues the kernel's searches sent (`PeltInfo::at_search`; 0 in a recording made
+    /// before the balancer hooks sent them). The figures above read those at each search.
     pub pelt_at_search: u64,
-    /// The same searches answered from PELT as sampled, without the searches' records: what
-    /// the model is worth without the balancer hooks (the PELT samples come every few ms, or
-    /// at once on a step). Equal to the figures above when `pelt_at_search` is 0.
+    /// The same searches answered from the tracepoints' records alone, without the searches'
+    /// run queues: what the model is worth without the balancer hooks (PELT samples come
+    /// every few ms, or at once on a step; a stopped vCPU's records come late). Equal to the
+    /// figures above when `pelt_at_search` is 0, but for the stalled searches judged here.
     pub sampled: SampledAgreement,
 }
 
-/// The model's balanced-or-not answers from sampled PELT ([`Validation::sampled`]), on the
-/// searches judged above.
+/// The model's balanced-or-not answers from the tracepoints' records alone
+/// ([`Validation::sampled`]), on the searches judged above.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SampledAgreement {
     /// All levels.
@@ -225,15 +230,17 @@ struct OpenSearch {
 
 /// A search with the model's answer, waiting to be judged until the CPUs it read show
 /// whether they had stopped: its record, its time, and the answer.
-type Answered = (Balance, u64, BalancePass, Option<Decision>);
+/// The last: whether the search sent the run queue of every CPU it read (then a CPU that had
+/// stopped does not matter: the model read what the kernel read).
+type Answered = (Balance, u64, BalancePass, Option<Decision>, bool);
 
 /// Validation mode's state; see the module documentation.
 #[derive(Clone, Debug)]
 pub struct Validator {
     model: Model,
-    /// The same model without the PELT sums the searches sent (`PeltInfo::at_search`): its
-    /// PELT is sampled as it is without the balancer hooks, and its answers are scored
-    /// beside the model's ([`Validation::sampled`]).
+    /// The same model without the run queues the searches sent (`PeltInfo::at_search`): it
+    /// has what it has without the balancer hooks, and its answers are scored beside the
+    /// model's ([`Validation::sampled`]).
     sampled: Model,
     pairing: ReasonPairing,
     /// Searches with a length (a few at a time: one per CPU searching), until the model is
@@ -342,7 +349,7 @@ impl Validator {
         }
         self.pairing.push(e);
         match &e.kind {
-            EventKind::Pelt(p) if p.at_search => self.out.pelt_at_search += 1,
+            EventKind::Pelt(p) if p.at_search.is_some() => self.out.pelt_at_search += 1,
             _ => self.sampled.push(e),
         }
         self.model.push(e);
@@ -428,9 +435,10 @@ impl Validator {
             .flat_map(|g| g.cpus.iter().map(|c| c as u32))
             .collect();
         let dst = b.dst_cpu;
-        if let Some(a) = self
-            .stalls
-            .hold((b, t_ns, pass, sampled), t_ns, dst, span.into_iter())
+        let sent = self.model.search_sent_all(span.iter().copied());
+        if let Some(a) =
+            self.stalls
+                .hold((b, t_ns, pass, sampled, sent), t_ns, dst, span.into_iter())
         {
             self.settle(a, false);
         }
@@ -438,11 +446,14 @@ impl Validator {
 
     /// A held search whose CPUs showed whether they had stopped: set aside if one had, else
     /// scored.
-    fn settle(&mut self, (b, t_ns, pass, sampled): Answered, stalled: bool) {
+    fn settle(&mut self, (b, t_ns, pass, sampled, sent): Answered, stalled: bool) {
         if stalled {
             let key = self.model.level_key(pass.level).to_string();
-            *self.out.stalled.entry(key).or_default() += 1;
-            return;
+            if !sent {
+                *self.out.stalled.entry(key).or_default() += 1;
+                return;
+            }
+            *self.out.stalled_judged.entry(key).or_default() += 1;
         }
         if let Some(d) = &sampled {
             let key = self.model.level_key(pass.level).to_string();

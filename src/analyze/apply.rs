@@ -42,7 +42,7 @@ impl Analyzer {
                     self.refresh_queued(u32::from(*rq_cpu));
                 }
             }
-            EventKind::Pelt(p) if p.at_search => self.model.pelt_at_search(p),
+            EventKind::Pelt(p) if p.at_search.is_some() => self.model.pelt_at_search(p),
             EventKind::Pelt(p) => {
                 self.model.pelt(
                     ev.ts_ns,

@@ -80,7 +80,7 @@ impl State {
             EventKind::NrRunning { rq_cpu, .. } => {
                 self.nr_running.insert(u32::from(*rq_cpu), keep);
             }
-            EventKind::Pelt(p) if p.at_search => {
+            EventKind::Pelt(p) if p.at_search.is_some() => {
                 self.pelt_at_search.insert(p.rq_cpu, keep);
             }
             EventKind::Pelt(p) => {

@@ -125,8 +125,12 @@ struct CpuState {
     pelt_seen: bool,
     /// When the last PELT sample came.
     pelt_ns: u64,
-    /// The sums the last busiest-group search that read this CPU sent (`PeltInfo::at_search`:
-    /// the balancer hooks); the CPU's sums at any later search that did not send new ones.
+    /// When the last record of its tasks came (a switch, its run queue's length, a remote
+    /// wakeup queued or activated).
+    tasks_ns: u64,
+    /// The run queue the last busiest-group search that read this CPU sent
+    /// (`PeltInfo::at_search`: the balancer hooks); the CPU's at any later search that did
+    /// not send it again.
     at_search: Option<SearchPelt>,
     /// util_est (0 when the recording does not have it).
     util_est: u64,
@@ -135,13 +139,17 @@ struct CpuState {
     wakes_pending: u32,
 }
 
-/// A CPU's root PELT sums as a busiest-group search was about to read them.
+/// A CPU's run queue as a busiest-group search was about to read it: the root PELT sums and
+/// the task counts.
 #[derive(Clone, Copy, Debug, Default)]
 struct SearchPelt {
     load: u64,
     runnable: u64,
     util: u64,
     util_est: u64,
+    nr_running: u32,
+    not_cfs: u32,
+    idle: bool,
 }
 
 impl CpuState {
@@ -158,16 +166,24 @@ impl CpuState {
         self.capacity.unwrap_or(stats::CAPACITY_SCALE)
     }
 
-    /// [`CpuState::sample`] for a busiest-group search that began at `since`: the PELT sums
-    /// the searches sent, unless a sample came after `since` (the CPU changed while the
-    /// search ran).
+    /// [`CpuState::sample`] for a busiest-group search that began at `since`: the run queue
+    /// the searches sent, its PELT sums unless a PELT sample came after `since`, its task
+    /// counts unless a record of its tasks did (the CPU changed while the search ran).
     fn sample_at_search(&self, since: u64) -> CpuSample {
         let mut s = self.sample();
-        if let Some(p) = self.at_search.filter(|_| self.pelt_ns <= since) {
+        let Some(p) = self.at_search else {
+            return s;
+        };
+        if self.pelt_ns <= since {
             s.load_avg = p.load;
             s.runnable_avg = p.runnable;
             s.util_avg = p.util;
             s.util_est = p.util_est;
+        }
+        if self.tasks_ns <= since {
+            s.nr_running = p.nr_running;
+            s.not_cfs = p.not_cfs;
+            s.idle = p.idle;
         }
         s
     }
@@ -285,6 +301,8 @@ pub struct Model<X = ()> {
     spread: spread::SpreadWatch,
     /// The groups' `sgc->capacity` as the balancer's recorded searches refreshed them.
     sgc: capacity::GroupCapacities,
+    /// The newest event's time ([`Model::tick`]).
+    now: u64,
 }
 
 impl Model {
@@ -323,6 +341,7 @@ impl<X: TaskExt> Model<X> {
             prev_imbalance: vec![0; n],
             llc_level,
             spread: spread::SpreadWatch::new(topo, llc_level),
+            now: 0,
             sgc: capacity::GroupCapacities::default(),
         }
     }
@@ -395,6 +414,16 @@ impl<X: TaskExt> Model<X> {
         self.cpus.iter().map(CpuState::sample).collect()
     }
 
+    /// Whether a search sent the run queue of every CPU of `cpus` (then
+    /// [`Model::decide_at_search`] reads what the kernel read, whatever their records say).
+    pub fn search_sent_all(&self, mut cpus: impl Iterator<Item = u32>) -> bool {
+        cpus.all(|c| {
+            self.cpus
+                .get(c as usize)
+                .is_some_and(|s| s.at_search.is_some())
+        })
+    }
+
     fn samples_at_search(&self, since: u64) -> Vec<CpuSample> {
         self.cpus
             .iter()
@@ -432,7 +461,7 @@ impl<X: TaskExt> Model<X> {
                 util_est,
                 cfs_h_nr_running,
             } => self.run_queue(*rq_cpu, *nr_running, *util_est, *cfs_h_nr_running),
-            EventKind::Pelt(p) if p.at_search => self.pelt_at_search(p),
+            EventKind::Pelt(p) if p.at_search.is_some() => self.pelt_at_search(p),
             EventKind::Pelt(p) => self.pelt(
                 t,
                 p.rq_cpu,
@@ -449,6 +478,7 @@ impl<X: TaskExt> Model<X> {
     /// at `t`, the event's timestamp.
     #[inline]
     pub fn tick(&mut self, t: u64) {
+        self.now = t;
         self.spread_tick(t);
     }
 
@@ -457,8 +487,10 @@ impl<X: TaskExt> Model<X> {
     #[inline]
     pub fn switched(&mut self, cpu: u32, next: Pid) -> Option<&mut X> {
         self.wake_done(next);
+        let now = self.now;
         if let Some(c) = self.cpu_mut(cpu) {
             c.current = Some(next);
+            c.tasks_ns = now;
         }
         self.refresh_idle(cpu);
         self.tasks.ran(next, cpu)
@@ -519,8 +551,10 @@ impl<X: TaskExt> Model<X> {
         cfs_h_nr_running: OptU32,
     ) {
         let cpu = u32::from(rq_cpu);
+        let now = self.now;
         if let Some(c) = self.cpu_mut(cpu) {
             c.nr_running = Some(nr_running);
+            c.tasks_ns = now;
             c.pending_in = 0;
             if let Some(e) = util_est.get() {
                 c.util_est = u64::from(e);
@@ -553,15 +587,22 @@ impl<X: TaskExt> Model<X> {
         }
     }
 
-    /// A `Pelt` a busiest-group search sent: kept for [`Model::decide_at_search`] only, so
-    /// that everything else sees the same samples with the balancer hooks as without.
+    /// A run queue a busiest-group search sent (a `Pelt` with `at_search`): kept for
+    /// [`Model::decide_at_search`] only, so that everything else sees the same samples with
+    /// the balancer hooks as without.
     pub fn pelt_at_search(&mut self, p: &PeltInfo) {
+        let Some(t) = p.at_search else {
+            return;
+        };
         if let Some(c) = self.cpu_mut(p.rq_cpu) {
             c.at_search = Some(SearchPelt {
                 load: p.load_avg,
                 runnable: p.runnable_avg,
                 util: p.util_avg,
                 util_est: p.util_est.unwrap_or(0),
+                nr_running: t.nr_running,
+                not_cfs: t.nr_running.saturating_sub(t.cfs_h_nr_running),
+                idle: t.idle,
             });
         }
     }

@@ -63,7 +63,9 @@ impl<X: TaskExt> Model<X> {
         if waker == target {
             return;
         }
+        let now = self.now;
         if let Some(c) = self.cpu_mut(target) {
+            c.tasks_ns = now;
             c.wakes_pending = if add {
                 c.wakes_pending + 1
             } else {

@@ -40,8 +40,8 @@ fn row(w: &mut impl Write, name: &str, a: &LevelAgreement) -> io::Result<()> {
     )
 }
 
-/// The same searches answered from PELT as sampled, one line: what the model is worth where
-/// the balancer hooks do not load.
+/// The same searches answered from the tracepoints' records alone, one line: what the model
+/// is worth where the balancer hooks do not load.
 fn sampled(v: &Validation, w: &mut impl Write) -> io::Result<()> {
     let t: Vec<String> = v
         .sampled
@@ -62,9 +62,9 @@ fn sampled(v: &Validation, w: &mut impl Write) -> io::Result<()> {
         .collect();
     writeln!(
         w,
-        "  the rows above read the PELT sums each search sent as it began ({} records); from \
-         PELT as sampled without them (every few ms, or on a step: what the model has without \
-         the balancer hooks): {}",
+        "  the rows above read the run queues each search sent as it began ({} records: PELT \
+         sums and task counts); from the tracepoints' records alone (PELT sampled every few \
+         ms or on a step: what the model has without the balancer hooks): {}",
         v.pelt_at_search,
         t.join("; ")
     )
@@ -191,6 +191,19 @@ pub fn validation(v: &Validation, w: &mut impl Write) -> io::Result<()> {
              none for 5 ms after, then a change of its run-queue length: its vCPU had \
              stopped, and the kernel may have read the change long before the record's \
              time): {}",
+            t.join(", ")
+        )?;
+    }
+    if !v.stalled_judged.is_empty() {
+        let t: Vec<String> = v
+            .stalled_judged
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        writeln!(
+            w,
+            "  judged though a CPU they read had stopped (the search sent the run queues it \
+             read): {}",
             t.join(", ")
         )?;
     }

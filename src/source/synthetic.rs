@@ -319,7 +319,7 @@ impl Generator {
                 runnable_avg: n * 1024,
                 util_avg: (n * 512).min(1024),
                 util_est: Some((n * 512).min(1024)),
-                at_search: false,
+                at_search: None,
             })),
         );
     }

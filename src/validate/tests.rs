@@ -724,7 +724,11 @@ fn searches_are_judged_on_the_pelt_sums_they_sent() {
             runnable_avg: load,
             util_avg: 1024,
             util_est: Some(0),
-            at_search,
+            at_search: at_search.then_some(crate::event::SearchTasks {
+                nr_running: 2,
+                cfs_h_nr_running: 2,
+                idle: false,
+            }),
         })),
     };
     let mut evs = Vec::new();
@@ -759,4 +763,45 @@ fn searches_are_judged_on_the_pelt_sums_they_sent() {
     );
     assert_eq!(with.sampled.per_level["llc"].decisions, 1);
     assert!(with.disagreements.is_empty());
+}
+
+/// A search that sent the run queues it read is judged even across a CPU that had stopped:
+/// the stopped CPU's late record no longer matters. The same stopped CPU as
+/// `searches_across_a_stopped_cpu_are_not_judged`, whose search sent CPU 0 down to one task
+/// (and the idle CPUs as idle): judged, and agreeing with the kernel; the samples alone
+/// still hold three tasks there and disagree.
+#[test]
+fn a_search_that_sent_its_run_queues_is_judged_across_a_stopped_cpu() {
+    const MS: u64 = 1_000_000;
+    let topo = Topology::synthetic_flat(4);
+    let mut evs = three_on_cpu0(MS);
+    for c in 0..4u32 {
+        evs.push(Event {
+            ts_ns: MS + 499,
+            cpu: 1,
+            kind: EventKind::Pelt(Box::new(crate::event::PeltInfo {
+                rq_cpu: c,
+                load_avg: 0,
+                runnable_avg: 0,
+                util_avg: 0,
+                util_est: Some(0),
+                at_search: Some(crate::event::SearchTasks {
+                    nr_running: u32::from(c == 0),
+                    cfs_h_nr_running: u32::from(c == 0),
+                    idle: c != 0,
+                }),
+            })),
+        });
+    }
+    evs.push(balance(MS + 500, 1, 4, CpuIdleType::Idle, None));
+    evs.push(nr(MS + 500 + 6 * MS, 0, 1));
+    let v = validate(&topo, config(), &evs);
+    assert!(v.stalled.is_empty(), "{v:?}");
+    assert_eq!(v.stalled_judged.values().sum::<u64>(), 1, "{v:?}");
+    assert_eq!((v.total.decisions, v.total.balanced_agree), (1, 1));
+    assert_eq!(
+        (v.sampled.total.decisions, v.sampled.total.balanced_agree),
+        (1, 0)
+    );
+    assert_eq!(v.pelt_at_search, 4);
 }

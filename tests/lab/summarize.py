@@ -441,6 +441,7 @@ def summarize(a):
                             for k, l in v["per_level"].items()},
         "model_raced": sum(v["raced"].values()),
         "model_stalled": sum(v.get("stalled", {}).values()),
+        "model_stalled_judged": sum(v.get("stalled_judged", {}).values()),
         "model_total": level_scores(v["total"]),
         "balance_events": v["balance_events"],
         "balance_levels": v["balance_events_per_sd_level"],
@@ -638,14 +639,16 @@ def compare(files):
 
 
 def sampled_line(runs):
-    """The model's figures from PELT as sampled, beside the ones judged: the balancer hooks
-    send the PELT sums each search is about to read, and the goals are judged on those; the
-    same searches answered from the samples alone (every few ms, or on a step) are what the
-    model is worth where the hooks do not load. Pooled per level over `runs`, with the
-    lowest kappa of a run."""
+    """The model's figures from the tracepoints' records alone, beside the ones judged: the
+    balancer hooks send the run queue (PELT sums, task counts) of each CPU a search is about
+    to read, and the goals are judged on those; the same searches answered from the
+    tracepoints' records alone (PELT sampled every few ms or on a step, a stopped vCPU's
+    records late) are what the model is worth where the hooks do not load. Pooled per level
+    over `runs`, with the lowest kappa of a run of at least MIN_SEARCHES searches."""
     pooled = {}
     for o in runs:
-        for key, field in (("hooks", "model_per_level"), ("sampled", "model_per_level_sampled")):
+        for key, field in (("from the searches", "model_per_level"),
+                           ("from the records alone", "model_per_level_sampled")):
             for lvl, l in (o.get(field) or {}).items():
                 p = pooled.setdefault(lvl, {}).setdefault(
                     key, {"n": 0, "agree": 0, "kappa": []})
@@ -656,17 +659,18 @@ def sampled_line(runs):
     each = []
     for lvl in sorted(pooled):
         parts = []
-        for key in ("hooks", "sampled"):
-            p = pooled[lvl].get(key)
-            if not p or not p["n"]:
+        for key, p in pooled[lvl].items():
+            if not p["n"]:
                 continue
             k = f", kappa from {min(p['kappa']):.3f}" if p["kappa"] else ""
             parts.append(f"{key} {100 * p['agree'] / p['n']:.2f}% of {p['n']}{k}")
-        each.append(f"{lvl}: " + "; ".join(parts))
+        each.append(f"{lvl} " + "; ".join(parts))
     n = sum(o.get("model_pelt_at_search", 0) for o in runs)
-    return (f"lab: balanced-or-not from the PELT sums the searches sent ({n} records; the "
-            f"goals are judged on these) and from PELT as sampled alone (what the model has "
-            f"without the balancer hooks), pooled: {' | '.join(each) or 'none'}")
+    j = sum(o.get("model_stalled_judged", 0) for o in runs)
+    return (f"lab: balanced-or-not from the run queues the searches sent ({n} records; the "
+            f"goals are judged on these; {j} searches across a stopped vCPU judged) and from "
+            f"the tracepoints' records alone (what the model has without the balancer hooks), "
+            f"pooled: {' | '.join(each) or 'none'}")
 
 
 def turned_by_line(runs):

@@ -333,7 +333,7 @@ fn cpu_table_at_interval_end() {
                     runnable_avg: 2,
                     util_avg: 300,
                     util_est: None,
-                    at_search: false,
+                    at_search: None,
                 })),
             ),
             ev(

@@ -167,7 +167,7 @@ fn pelt(ts: u64, cpu: u32, load: u64) -> Event {
             runnable_avg: load,
             util_avg: load.min(1024),
             util_est: None,
-            at_search: false,
+            at_search: None,
         })),
     )
 }
@@ -454,7 +454,7 @@ fn balanced_spinners_raise_nothing() {
                     runnable_avg: 1024,
                     util_avg: 1000,
                     util_est: None,
-                    at_search: false,
+                    at_search: None,
                 })),
             ));
         }

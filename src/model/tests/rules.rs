@@ -359,7 +359,7 @@ fn util_est_carried_by_nr_running_makes_a_node_overloaded() {
                 runnable_avg: runnable,
                 util_avg: util,
                 util_est: None,
-                at_search: false,
+                at_search: None,
             })),
         )
     };
@@ -609,7 +609,11 @@ fn a_search_reads_the_pelt_sums_it_sent() {
                 runnable_avg: load,
                 util_avg: 1024,
                 util_est: Some(0),
-                at_search,
+                at_search: at_search.then_some(crate::event::SearchTasks {
+                    nr_running: 2,
+                    cfs_h_nr_running: 2,
+                    idle: false,
+                }),
             })),
         )
     };
@@ -645,5 +649,43 @@ fn a_search_reads_the_pelt_sums_it_sent() {
         m.push(&pelt(60, 1, 1180, false));
         assert!(at(&m, 70), "{rules:?}: sampled before the search");
         assert!(!at(&m, 55), "{rules:?}: sampled while the search ran");
+        // The task counts it sent likewise: 3 queued, one of them not CFS, where the last
+        // record said 2; a record of the CPU's tasks after a search began wins.
+        m.push(&ev(
+            80,
+            0,
+            EventKind::Pelt(Box::new(PeltInfo {
+                rq_cpu: 1,
+                load_avg: 1180,
+                runnable_avg: 1180,
+                util_avg: 1024,
+                util_est: Some(0),
+                at_search: Some(crate::event::SearchTasks {
+                    nr_running: 3,
+                    cfs_h_nr_running: 2,
+                    idle: false,
+                }),
+            })),
+        ));
+        let s = m.cpus[1].sample_at_search(90);
+        assert_eq!(
+            (s.nr_running, s.not_cfs, s.idle),
+            (3, 1, false),
+            "{rules:?}"
+        );
+        assert_eq!(
+            m.cpus[1].sample().nr_running,
+            2,
+            "{rules:?}: the records' count"
+        );
+        m.push(&nr(100, 1, 0));
+        m.push(&switch(101, 1, 101, 1, 0));
+        let s = m.cpus[1].sample_at_search(95);
+        assert_eq!(
+            (s.nr_running, s.idle),
+            (0, true),
+            "{rules:?}: changed while it ran"
+        );
+        assert_eq!(m.cpus[1].sample_at_search(110).nr_running, 3, "{rules:?}");
     }
 }

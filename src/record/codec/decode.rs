@@ -211,7 +211,15 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
             } else {
                 Some(c.varint()?)
             },
-            at_search: tag == K_PELT_SEARCH,
+            at_search: if tag == K_PELT_SEARCH {
+                Some(crate::event::SearchTasks {
+                    nr_running: c.u32()?,
+                    cfs_h_nr_running: c.u32()?,
+                    idle: c.flag()?,
+                })
+            } else {
+                None
+            },
         })),
         K_CAPACITY => EventKind::Capacity {
             rq_cpu: c.u32()?,

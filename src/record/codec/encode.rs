@@ -19,7 +19,7 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
             ..
         } if util_est.is_none() && cfs_h_nr_running.is_none() => K_NR_RUNNING,
         EventKind::NrRunning { .. } => K_NR_RUNNING_CFS,
-        EventKind::Pelt(p) if p.at_search => K_PELT_SEARCH,
+        EventKind::Pelt(p) if p.at_search.is_some() => K_PELT_SEARCH,
         EventKind::Pelt(p) if p.util_est.is_none() => K_PELT,
         EventKind::Pelt(_) => K_PELT_EST,
         EventKind::Capacity { .. } => K_CAPACITY,
@@ -133,11 +133,16 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
             put_varint(out, *load_avg);
             put_varint(out, *runnable_avg);
             put_varint(out, *util_avg);
-            // A search's record always has util_est (0 when the recording has none).
-            match util_est {
-                Some(e) => put_varint(out, *e),
-                None if *at_search => put_varint(out, 0),
-                None => {}
+            // A search's record always has util_est (0 when it has none), then its tasks.
+            match (util_est, at_search) {
+                (Some(e), _) => put_varint(out, *e),
+                (None, Some(_)) => put_varint(out, 0),
+                (None, None) => {}
+            }
+            if let Some(s) = at_search {
+                v(out, s.nr_running);
+                v(out, s.cfs_h_nr_running);
+                out.push(u8::from(s.idle));
             }
         }
         EventKind::Capacity { rq_cpu, capacity } => {

@@ -50,7 +50,8 @@ const K_BALANCE_CALL: u8 = 21;
 const K_SCHEDSTAT: u8 = 22;
 const K_RT_CALL: u8 = 23;
 const K_NR_RUNNING_CFS: u8 = 24;
-/// A PELT record a busiest-group search sent (`PeltInfo::at_search`), with util_est.
+/// A run queue a busiest-group search sent (`PeltInfo::at_search`): PELT with util_est, then
+/// nr_running, the CFS count and idle (a byte).
 const K_PELT_SEARCH: u8 = 25;
 /// Most slots plus buckets a folded histogram may declare (the analyzer's own bounds are
 /// checked where it is used).

@@ -311,7 +311,7 @@ pub fn golden_batches() -> Vec<Vec<Event>> {
                     runnable_avg: u + 40,
                     util_avg: u,
                     util_est: None,
-                    at_search: false,
+                    at_search: None,
                 })),
             ));
         }

@@ -97,7 +97,7 @@ fn edge_events() -> Vec<Event> {
             runnable_avg: 0,
             util_avg: 1 << 63,
             util_est: None,
-            at_search: false,
+            at_search: None,
         })),
         EventKind::Pelt(Box::new(crate::event::PeltInfo {
             rq_cpu: 5,
@@ -105,7 +105,7 @@ fn edge_events() -> Vec<Event> {
             runnable_avg: 9,
             util_avg: 300,
             util_est: Some(u64::MAX),
-            at_search: false,
+            at_search: None,
         })),
         EventKind::Pelt(Box::new(crate::event::PeltInfo {
             rq_cpu: u32::MAX,
@@ -113,7 +113,11 @@ fn edge_events() -> Vec<Event> {
             runnable_avg: 1,
             util_avg: 0,
             util_est: Some(0),
-            at_search: true,
+            at_search: Some(crate::event::SearchTasks {
+                nr_running: u32::MAX,
+                cfs_h_nr_running: 0,
+                idle: true,
+            }),
         })),
         EventKind::Capacity {
             rq_cpu: 0,

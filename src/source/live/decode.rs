@@ -7,7 +7,7 @@ use super::skel::types as t;
 use crate::cpuset::CpuSet;
 use crate::event::{
     Balance, BalanceCall, BalanceOrigin, CpuIdleType, Event, EventKind, MigrateContext,
-    MigrationType, NumaOp, OptU32, PeltInfo, Reason, ReasonSource, RtCall, RtFunc,
+    MigrationType, NumaOp, OptU32, PeltInfo, Reason, ReasonSource, RtCall, RtFunc, SearchTasks,
 };
 use crate::idhash::IdMap;
 use crate::reason::{classify_frames, Resolver, StackClass};
@@ -20,9 +20,6 @@ const INLINE_STACK_IDS: u32 = 1 << 31;
 /// `LBS_UTIL_EST_SENT` of lbscope.h: an `LBS_NR_RUNNING` record's v1 holds util_est, its v2
 /// the CFS task count.
 const UTIL_EST_SENT: u64 = 1 << 32;
-
-/// `LBS_PELT_AT_SEARCH` of lbscope.h: an `LBS_PELT` record a busiest-group search sent.
-const PELT_AT_SEARCH: u16 = 1;
 
 /// A run-queue length as `LBS_NR_RUNNING` carries it (v0 the count; v1, v2 util_est and the
 /// CFS count, each present when it has `UTIL_EST_SENT`).
@@ -185,7 +182,21 @@ impl Decoder {
                     runnable_avg: r.v1,
                     util_avg: r.v2 & 0xffff_ffff,
                     util_est: Some(r.v2 >> 32),
-                    at_search: h.flags & PELT_AT_SEARCH != 0,
+                    at_search: None,
+                }))
+            }),
+            t::lbs_kind::LBS_SEARCH_RQ => read::<t::lbs_search_rq>(data).map(|r| {
+                EventKind::Pelt(Box::new(PeltInfo {
+                    rq_cpu: r.rq_cpu,
+                    load_avg: r.load,
+                    runnable_avg: r.runnable,
+                    util_avg: u64::from(r.util),
+                    util_est: Some(u64::from(r.util_est)),
+                    at_search: Some(SearchTasks {
+                        nr_running: r.nr_running,
+                        cfs_h_nr_running: r.cfs_h_nr,
+                        idle: r.idle != 0,
+                    }),
                 }))
             }),
             t::lbs_kind::LBS_CAPACITY => read::<t::lbs_rq>(data).map(|r| EventKind::Capacity {
@@ -510,22 +521,37 @@ mod tests {
         r
     }
 
-    /// A PELT record: util_avg low, util_est high in v2; a search's own (the balancer object
-    /// sets `LBS_PELT_AT_SEARCH`) is marked, a sample is not.
+    /// A PELT record (util_avg low, util_est high in v2) is a sample; a search's run queue
+    /// (`LBS_SEARCH_RQ`, from the balancer object) is the same sums with the task counts.
     #[test]
-    fn pelt_records_say_whether_a_search_sent_them() {
+    fn a_search_run_queue_is_pelt_with_task_counts() {
         let mut d = Decoder::new(Kallsyms::default());
         let mut out = vec![];
-        for flags in [0, PELT_AT_SEARCH] {
-            let mut r = nr_rec(3000, 5, [900, 800, 700 | (650 << 32)]);
-            r.h.kind = t::lbs_kind::LBS_PELT.0 as u16;
-            r.h.flags = flags;
-            d.decode(&bytes(&r), &|_| None, &mut out);
-        }
+        let mut r = nr_rec(3000, 5, [900, 800, 700 | (650 << 32)]);
+        r.h.kind = t::lbs_kind::LBS_PELT.0 as u16;
+        d.decode(&bytes(&r), &|_| None, &mut out);
+        let s = t::lbs_search_rq {
+            h: hdr(t::lbs_kind::LBS_SEARCH_RQ, 2),
+            rq_cpu: 5,
+            nr_running: 3,
+            cfs_h_nr: 2,
+            idle: 0,
+            load: 900,
+            runnable: 800,
+            util: 700,
+            util_est: 650,
+        };
+        d.decode(&bytes(&s), &|_| None, &mut out);
+        let tasks = SearchTasks {
+            nr_running: 3,
+            cfs_h_nr_running: 2,
+            idle: false,
+        };
         let got: Vec<_> = out
             .iter()
             .map(|e| match &e.kind {
                 EventKind::Pelt(p) => (
+                    e.cpu,
                     p.rq_cpu,
                     p.load_avg,
                     p.runnable_avg,
@@ -539,10 +565,11 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                (5, 900, 800, 700, Some(650), false),
-                (5, 900, 800, 700, Some(650), true)
+                (1, 5, 900, 800, 700, Some(650), None),
+                (2, 5, 900, 800, 700, Some(650), Some(tasks))
             ]
         );
+        assert_eq!(d.malformed, 0);
     }
 
     /// A name ends at its NUL (or fills the field); invalid UTF-8 is replaced, not dropped.
