@@ -6,12 +6,15 @@
 //! them into its own [`Model`] and, at each busiest-group search the kernel reported, asks the
 //! model the same question from the same CPU, domain and idle type: is the domain balanced,
 //! and if not, which migration type ([`scores`] says what a constant answer would score
-//! beside each figure). Each balancer migration is also paired with the kernel's record of
-//! its pass, whose facts name its reason without the stack table ([`reasons`]), and each
-//! migration made inside the RT class's own push or pull code with that call ([`rt`]).
+//! beside each figure). Where the search sent the run queues of the CPUs it was about to read
+//! (`PeltInfo::at_search`), the model answers from those; a second model without them answers
+//! the same searches from the tracepoints' records alone ([`Validation::sampled`]). Each
+//! balancer migration is also paired with the kernel's record of its pass, whose facts name
+//! its reason without the stack table ([`reasons`]), and each migration made inside the RT
+//! class's own push or pull code with that call ([`rt`]).
 //!
-//! Pure: a function of the event stream only. Memory: the reorder window's events, one entry
-//! per task detached but not yet migrated, and counters.
+//! Pure: a function of the event stream only. Memory: two models, the reorder window's
+//! events, one entry per task detached but not yet migrated, and counters.
 
 use crate::event::{Balance, CpuIdleType, Event, EventKind, MigrationType};
 use crate::model::stats::Decision;
@@ -224,14 +227,14 @@ struct OpenSearch {
     t_ns: u64,
     end_ns: u64,
     start: Option<BalancePass>,
-    /// The answer from PELT as sampled (see [`Validator::sampled`]).
+    /// The answer from the tracepoints' records alone (see [`Validator::sampled`]).
     sampled: Option<Decision>,
 }
 
 /// A search with the model's answer, waiting to be judged until the CPUs it read show
-/// whether they had stopped: its record, its time, and the answer.
-/// The last: whether the search sent the run queue of every CPU it read (then a CPU that had
-/// stopped does not matter: the model read what the kernel read).
+/// whether they had stopped: its record, its time, the answer, the answer from the
+/// tracepoints' records alone, and whether the search sent the run queue of every CPU it read
+/// (then a CPU that had stopped does not matter: the model read what the kernel read).
 type Answered = (Balance, u64, BalancePass, Option<Decision>, bool);
 
 /// Validation mode's state; see the module documentation.

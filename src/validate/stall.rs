@@ -6,7 +6,8 @@
 //! made records up to [`ACTIVE_NS`] before the search, then none for [`SILENT_NS`] or more,
 //! and whose first record after is a change of its own run queue's length. Such a search is
 //! set aside as stalled (the model's count of that CPU is unknown by a task), whatever either
-//! answer was, as a raced one is.
+//! answer was, as a raced one is; unless the search sent the run queues it read (the
+//! balancer hooks' `PeltInfo::at_search`), which validation then judges.
 //!
 //! In the lab (2s-smt-numa under TCG, two CIs): that sign on 10 of 20 and 5 of 12 SMT
 //! disagreements that one task turns over, against 0.5% of the SMT searches where the model
