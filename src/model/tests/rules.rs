@@ -591,7 +591,7 @@ fn reduced_capacity_misfit_counts_cfs_tasks_only() {
 /// that search, not the last sample: 4 overloaded CPUs of one LLC, CPU 0 pulling; sampled,
 /// CPU 1 is at 1,180 against the local 1,000 (118,000 > 117 · 1,000: imbalanced), while the
 /// search read 1,160 (116,000: balanced, `100 * busiest->avg_load <= imbalance_pct *
-/// local->avg_load`). A sample newer than the search's start wins over what it sent, and
+/// local->avg_load`). A record newer than what a search sent wins over it, and
 /// everything but a search's answer keeps reading the samples.
 #[test]
 fn a_search_reads_the_pelt_sums_it_sent() {
@@ -645,12 +645,13 @@ fn a_search_reads_the_pelt_sums_it_sent() {
         );
         // A later search that sent nothing for CPU 1 reads what the last one sent...
         assert!(at(&m, 50), "{rules:?}");
-        // ...unless CPU 1 was sampled after that search began.
+        // ...unless CPU 1 was sampled after it: the newer record wins, whether it came
+        // before the later search began or while it ran.
         m.push(&pelt(60, 1, 1180, false));
-        assert!(at(&m, 70), "{rules:?}: sampled before the search");
+        assert!(!at(&m, 70), "{rules:?}: sampled before the search");
         assert!(!at(&m, 55), "{rules:?}: sampled while the search ran");
         // The task counts it sent likewise: 3 queued, one of them not CFS, where the last
-        // record said 2; a record of the CPU's tasks after a search began wins.
+        // record said 2; a newer record of the CPU's tasks wins.
         m.push(&ev(
             80,
             0,
@@ -686,6 +687,8 @@ fn a_search_reads_the_pelt_sums_it_sent() {
             (0, true),
             "{rules:?}: changed while it ran"
         );
-        assert_eq!(m.cpus[1].sample_at_search(110).nr_running, 3, "{rules:?}");
+        assert_eq!(m.cpus[1].sample_at_search(110).nr_running, 0, "{rules:?}");
+        // A search's run queue is not read by a search that began before it was sent.
+        assert_eq!(m.cpus[1].sample_at_search(70).nr_running, 0, "{rules:?}");
     }
 }
