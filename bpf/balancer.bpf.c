@@ -16,6 +16,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "lbscope.h"
+#include "cfs.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -124,39 +125,6 @@ struct {
 	__type(value, __u64);
 } search_start SEC(".maps");
 
-/* cfs_rq->avg.util_est before 6.9: a struct whose first member is `enqueued`. */
-struct util_est___old {
-	unsigned int enqueued;
-	unsigned int ewma;
-};
-struct sched_avg___old {
-	struct util_est___old util_est;
-};
-struct cfs_rq___old {
-	struct sched_avg___old avg;
-};
-
-/* The root cfs_rq's count of CFS tasks before 6.12.37 and 6.14 (h_nr_queued and h_nr_runnable
- * since), as lbscope.bpf.c reads it. */
-struct cfs_rq___h_nr_running {
-	unsigned int h_nr_running;
-};
-
-extern int LINUX_KERNEL_VERSION __kconfig;
-#define LBS_KERNEL_VERSION(a, b, c) (((a) << 16) + ((b) << 8) + ((c) > 255 ? 255 : (c)))
-
-static __always_inline __u32 cfs_h_nr(struct cfs_rq *cfs)
-{
-	struct cfs_rq___h_nr_running *old = (void *)cfs;
-
-	if (bpf_core_field_exists(cfs->h_nr_runnable) &&
-	    LINUX_KERNEL_VERSION >= LBS_KERNEL_VERSION(6, 14, 0))
-		return BPF_CORE_READ(cfs, h_nr_runnable);
-	if (bpf_core_field_exists(cfs->h_nr_queued))
-		return BPF_CORE_READ(cfs, h_nr_queued);
-	return BPF_CORE_READ(old, h_nr_running);
-}
-
 /* Per CPU, what the last search that read it sent (LBS_SEARCH_RQ). The tracepoints' object
  * samples PELT (every few ms, or on a step), and a vCPU its host stops can hold a run-queue
  * change's record back: near a threshold the balancer and the records can fall on either
@@ -206,7 +174,7 @@ static long span_cpu(__u64 i, void *ctx)
 	cfs = &rq->cfs;
 	now.rq_cpu = cpu;
 	now.nr_running = BPF_CORE_READ(rq, nr_running);
-	now.cfs_h_nr = cfs_h_nr(cfs);
+	now.cfs_h_nr = cfs_h_nr(false, cfs);
 	/* idle_cpu(): the idle task running, nothing queued, no wakeup queued for the CPU. */
 	now.idle = now.nr_running == 0 && BPF_CORE_READ(rq, curr) == BPF_CORE_READ(rq, idle);
 	if (now.idle && bpf_core_field_exists(rq->ttwu_pending) && BPF_CORE_READ(rq, ttwu_pending))
@@ -214,11 +182,7 @@ static long span_cpu(__u64 i, void *ctx)
 	now.load = BPF_CORE_READ(cfs, avg.load_avg);
 	now.runnable = BPF_CORE_READ(cfs, avg.runnable_avg);
 	now.util = BPF_CORE_READ(cfs, avg.util_avg);
-	if (bpf_core_field_exists(((struct cfs_rq___old *)cfs)->avg.util_est.enqueued))
-		now.util_est = BPF_CORE_READ((struct cfs_rq___old *)cfs, avg.util_est.enqueued);
-	else
-		now.util_est = BPF_CORE_READ(cfs, avg.util_est);
-	now.util_est &= 0x7fffffff;
+	now.util_est = cfs_util_est(false, cfs);
 	/* h.kind is set once sent: a slot never sent differs. */
 	if (last->h.kind && last->nr_running == now.nr_running && last->cfs_h_nr == now.cfs_h_nr &&
 	    last->idle == now.idle && last->load == now.load && last->runnable == now.runnable &&

@@ -715,22 +715,7 @@ mod lab_fixture {
 #[test]
 fn searches_are_judged_on_the_pelt_sums_they_sent() {
     let topo = Topology::synthetic_flat(4);
-    let pelt = |ts: u64, cpu: u32, load: u64, at_search: bool| Event {
-        ts_ns: ts,
-        cpu: 0,
-        kind: EventKind::Pelt(Box::new(crate::event::PeltInfo {
-            rq_cpu: cpu,
-            load_avg: load,
-            runnable_avg: load,
-            util_avg: 1024,
-            util_est: Some(0),
-            at_search: at_search.then_some(crate::event::SearchTasks {
-                nr_running: 2,
-                cfs_h_nr_running: 2,
-                idle: false,
-            }),
-        })),
-    };
+    let pelt = crate::analyze::tests::pelt_full;
     let mut evs = Vec::new();
     for c in 0..4 {
         evs.push(switch(100, c, 100 + c));

@@ -120,6 +120,27 @@ pub fn nr(ts: u64, rq_cpu: u32, nr_running: u32) -> Event {
     )
 }
 
+/// A `Pelt` of `rq_cpu` seen on CPU 0 at `ts`: `load` as its load and runnable sums, a full
+/// util, util_est 0; sent by a search (two CFS tasks queued) when `at_search`.
+pub fn pelt_full(ts: u64, rq_cpu: u32, load: u64, at_search: bool) -> Event {
+    ev(
+        ts,
+        0,
+        EventKind::Pelt(Box::new(crate::event::PeltInfo {
+            rq_cpu,
+            load_avg: load,
+            runnable_avg: load,
+            util_avg: 1024,
+            util_est: Some(0),
+            at_search: at_search.then_some(crate::event::SearchTasks {
+                nr_running: 2,
+                cfs_h_nr_running: 2,
+                idle: false,
+            }),
+        })),
+    )
+}
+
 pub fn clock(ts: u64) -> Event {
     ev(ts, 0, EventKind::Clock)
 }

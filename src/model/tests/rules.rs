@@ -599,24 +599,7 @@ fn a_search_reads_the_pelt_sums_it_sent() {
     use crate::event::{CpuIdleType, EventKind, PeltInfo};
     use crate::model::{Model, ModelConfig};
     let topo = Topology::synthetic(&[(LevelKind::Llc, "MC", 4)], 4);
-    let pelt = |ts: u64, cpu: u32, load: u64, at_search: bool| {
-        ev(
-            ts,
-            0,
-            EventKind::Pelt(Box::new(PeltInfo {
-                rq_cpu: cpu,
-                load_avg: load,
-                runnable_avg: load,
-                util_avg: 1024,
-                util_est: Some(0),
-                at_search: at_search.then_some(crate::event::SearchTasks {
-                    nr_running: 2,
-                    cfs_h_nr_running: 2,
-                    idle: false,
-                }),
-            })),
-        )
-    };
+    let pelt = crate::analyze::tests::pelt_full;
     for rules in [ModelRules::V6_1, ModelRules::V6_6Plus] {
         let config = ModelConfig {
             rules,
