@@ -44,14 +44,8 @@ impl Analyzer {
             }
             EventKind::Pelt(p) if p.at_search.is_some() => self.model.pelt_at_search(p),
             EventKind::Pelt(p) => {
-                self.model.pelt(
-                    ev.ts_ns,
-                    p.rq_cpu,
-                    p.load_avg,
-                    p.runnable_avg,
-                    p.util_avg,
-                    p.util_est,
-                );
+                self.model
+                    .pelt(p.rq_cpu, p.load_avg, p.runnable_avg, p.util_avg, p.util_est);
             }
             // Waking precedes placement and changes nothing here; the model marks the
             // wakeup's target (not idle while it is on its way). Clock never reaches this

@@ -421,8 +421,9 @@ impl<X: TaskExt> Model<X> {
         self.cpus.iter().map(CpuState::sample).collect()
     }
 
-    /// Whether a search sent the run queue of every CPU of `cpus` (then
-    /// [`Model::decide_at_search`] reads what the kernel read, whatever their records say).
+    /// Whether a search has sent the run queue of every CPU of `cpus` (then
+    /// [`Model::decide_at_search`] reads, for each, what the searches sent or a record newer
+    /// than that, whatever records a stopped CPU still holds back).
     pub fn search_sent_all(&self, mut cpus: impl Iterator<Item = u32>) -> bool {
         cpus.all(|c| {
             self.cpus
@@ -469,14 +470,9 @@ impl<X: TaskExt> Model<X> {
                 cfs_h_nr_running,
             } => self.run_queue(*rq_cpu, *nr_running, *util_est, *cfs_h_nr_running),
             EventKind::Pelt(p) if p.at_search.is_some() => self.pelt_at_search(p),
-            EventKind::Pelt(p) => self.pelt(
-                t,
-                p.rq_cpu,
-                p.load_avg,
-                p.runnable_avg,
-                p.util_avg,
-                p.util_est,
-            ),
+            EventKind::Pelt(p) => {
+                self.pelt(p.rq_cpu, p.load_avg, p.runnable_avg, p.util_avg, p.util_est)
+            }
             _ => self.push_other(ev),
         }
     }
@@ -573,23 +569,23 @@ impl<X: TaskExt> Model<X> {
         self.refresh_idle(cpu);
     }
 
-    /// A `Pelt` sample of `rq_cpu` at `t`.
+    /// A `Pelt` sample of `rq_cpu` (at the time [`Model::tick`] was given).
     #[inline]
     pub fn pelt(
         &mut self,
-        t: u64,
         rq_cpu: u32,
         load: u64,
         runnable: u64,
         util: u64,
         util_est: Option<u64>,
     ) {
+        let now = self.now;
         if let Some(c) = self.cpu_mut(rq_cpu) {
             c.load = load;
             c.runnable = runnable;
             c.util = util;
             c.pelt_seen = true;
-            c.pelt_ns = t;
+            c.pelt_ns = now;
             c.util_est = util_est.unwrap_or(0);
         }
     }
@@ -680,9 +676,10 @@ impl<X: TaskExt> Model<X> {
         self.decide(&self.samples(), dst_cpu, sd_weight, idle)
     }
 
-    /// [`Model::decide_at`] for a search the kernel began at `since`, with the PELT sums the
-    /// searches sent where the recording has them (the balancer hooks send the sums of the
-    /// span's CPUs as a search begins); a CPU sampled after `since` has its sample.
+    /// [`Model::decide_at`] for a search the kernel began at `since`, with the run queues the
+    /// searches sent where the recording has them (the balancer hooks send those of the
+    /// span's CPUs as a search begins); a CPU with a record newer than what they sent has its
+    /// record ([`CpuState::sample_at_search`]).
     pub fn decide_at_search(
         &self,
         since: u64,
