@@ -129,8 +129,8 @@ struct {
  * samples PELT (every few ms, or on a step), and a vCPU its host stops can hold a run-queue
  * change's record back: near a threshold the balancer and the records can fall on either
  * side. So each search sends, stamped just before its own record, the run queues of the
- * span's CPUs that differ from what the last search sent for them; for the CPUs it does not
- * send, the last ones sent are what it reads. */
+ * span's CPUs that differ from what the latest-stamped search sent for them; for the CPUs it
+ * does not send, the last ones sent are what it reads. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, LBS_MAX_CPUS);
@@ -158,6 +158,7 @@ static long span_cpu(__u64 i, void *ctx)
 	struct lbs_search_rq now = {}, *last, *e;
 	struct cfs_rq *cfs;
 	struct rq *rq;
+	bool later;
 
 	if (w->left == 0)
 		return 1;
@@ -183,10 +184,16 @@ static long span_cpu(__u64 i, void *ctx)
 	now.runnable = BPF_CORE_READ(cfs, avg.runnable_avg);
 	now.util = BPF_CORE_READ(cfs, avg.util_avg);
 	now.util_est = cfs_util_est(false, cfs);
+	/* A search stamped later may have sent this CPU already: its vCPU ran between this
+	 * search's stamp and this walk (a stopped vCPU, in emulation). What it sent comes after
+	 * this search in time order, so it is not what this search is judged with: send, and
+	 * leave the later record as the last one. */
+	later = last->h.kind && last->h.ts > w->ts;
 	/* h.kind is set once sent: a slot never sent differs. */
-	if (last->h.kind && last->nr_running == now.nr_running && last->cfs_h_nr == now.cfs_h_nr &&
-	    last->idle == now.idle && last->load == now.load && last->runnable == now.runnable &&
-	    last->util == now.util && last->util_est == now.util_est)
+	if (!later && last->h.kind && last->nr_running == now.nr_running &&
+	    last->cfs_h_nr == now.cfs_h_nr && last->idle == now.idle && last->load == now.load &&
+	    last->runnable == now.runnable && last->util == now.util &&
+	    last->util_est == now.util_est)
 		return 0;
 	e = bpf_ringbuf_reserve(&balance_events, sizeof(*e), 0);
 	if (!e) {
@@ -196,7 +203,8 @@ static long span_cpu(__u64 i, void *ctx)
 	now.h.ts = w->ts;
 	now.h.kind = LBS_SEARCH_RQ;
 	now.h.cpu = w->cpu;
-	*last = now;
+	if (!later)
+		*last = now;
 	*e = now;
 	bpf_ringbuf_submit(e, 0);
 	return 0;
