@@ -163,9 +163,10 @@ pub struct Validation {
     /// Events that arrived later than the reorder window allows (folded anyway).
     pub late: u64,
     /// Searches not judged because the model's answer changed while the kernel searched:
-    /// the kernel reads the CPUs one after another between the search's entry and exit, and
-    /// the model answers differently from the state at each end (recordings with search
-    /// lengths only), by level key.
+    /// the kernel reads the CPUs one after another, each at a moment between the search's
+    /// entry and exit that no record gives, and the model answers differently from the state
+    /// after some record in between, or at the exit, than from the state at the entry
+    /// (recordings with search lengths only), by level key.
     pub raced: BTreeMap<String, u64>,
     /// Searches not judged because a CPU they read had stopped across them ([`stall`]: it made
     /// records up to just before, then none for 5 ms, and came back with a change of its run
@@ -229,6 +230,10 @@ struct OpenSearch {
     start: Option<BalancePass>,
     /// The answer from the tracepoints' records alone (see [`Validator::sampled`]).
     sampled: Option<Decision>,
+    /// The model answered otherwise after a record inside the search (a CPU flipping and
+    /// back, as a search whose vCPU stopped for milliseconds can see): the kernel may have
+    /// read either state.
+    flipped: bool,
 }
 
 /// A search with the model's answer, waiting to be judged until the CPUs it read show
@@ -356,6 +361,7 @@ impl Validator {
             _ => self.sampled.push(e),
         }
         self.model.push(e);
+        self.watch_open_searches(e);
     }
 
     /// A search's record at its entry: judged now, or, when its length is known, once the
@@ -385,6 +391,7 @@ impl Validator {
                 end_ns: ts + u64::from(ns),
                 start,
                 sampled,
+                flipped: false,
             }),
             None => self.judge(b.clone(), ts, start, sampled),
         }
@@ -402,20 +409,44 @@ impl Validator {
             let end = self
                 .model
                 .decide_at_search(o.t_ns, b.dst_cpu, b.sd_weight, b.idle);
-            let same = match (&o.start, &end) {
-                (Some(s), Some(e)) => {
-                    let (s, e) = (&s.decision, &e.decision);
-                    (s.imbalance == 0) == (e.imbalance == 0)
-                        && (s.imbalance == 0 || s.migration_type == e.migration_type)
-                }
-                _ => true,
-            };
-            if same {
+            if !o.flipped && same_answer(&o.start, &end) {
                 self.judge(o.balance, o.t_ns, o.start, o.sampled);
             } else if let Some(s) = &o.start {
                 let key = self.model.level_key(s.level).to_string();
                 *self.out.raced.entry(key).or_default() += 1;
             }
+        }
+    }
+
+    /// After a record that may change what a search reads, notes each open search whose
+    /// answer it changed: the kernel may have read the CPUs at that moment, and the state at
+    /// the exit alone does not show a CPU that changed and changed back. The state is the
+    /// newest known at the record's time (a run queue another search sent meanwhile counts).
+    fn watch_open_searches(&mut self, e: &Event) {
+        let changes_cpus = matches!(
+            e.kind,
+            EventKind::Switch { .. }
+                | EventKind::Wakeup { .. }
+                | EventKind::WakeupNew { .. }
+                | EventKind::NrRunning { .. }
+                | EventKind::Pelt(_)
+                | EventKind::Migrate(_)
+                | EventKind::Capacity { .. }
+                | EventKind::Exit { .. }
+        );
+        if !changes_cpus {
+            return;
+        }
+        for o in self
+            .open
+            .iter_mut()
+            .filter(|o| !o.flipped && o.start.is_some())
+        {
+            let b = &o.balance;
+            let now = self
+                .model
+                .decide_at_search(e.ts_ns, b.dst_cpu, b.sd_weight, b.idle);
+            o.flipped = !same_answer(&o.start, &now);
         }
     }
 
@@ -515,6 +546,19 @@ impl Validator {
             busiest_group: d.busiest,
             turned_by,
         });
+    }
+}
+
+/// Whether two of the model's answers to one search agree: both balanced, or both imbalanced
+/// with the same migration type (no answer at one end counts as agreeing).
+fn same_answer(a: &Option<BalancePass>, b: &Option<BalancePass>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            let (a, b) = (&a.decision, &b.decision);
+            (a.imbalance == 0) == (b.imbalance == 0)
+                && (a.imbalance == 0 || a.migration_type == b.migration_type)
+        }
+        _ => true,
     }
 }
 

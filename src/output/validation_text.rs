@@ -178,8 +178,8 @@ pub fn validation(v: &Validation, w: &mut impl Write) -> io::Result<()> {
         let t: Vec<String> = v.raced.iter().map(|(k, n)| format!("{k} {n}")).collect();
         writeln!(
             w,
-            "  not judged, raced (the model's answer changed between the search's entry and \
-             exit, while the kernel read the CPUs): {}",
+            "  not judged, raced (the model's answer changed after the search's entry, at \
+             its exit or at a record before it, while the kernel read the CPUs): {}",
             t.join(", ")
         )?;
     }

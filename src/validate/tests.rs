@@ -355,6 +355,34 @@ fn searches_that_raced_the_state_they_read_are_not_judged() {
     assert_eq!(v.raced.values().sum::<u64>(), 1);
 }
 
+/// A search in which a CPU it reads changes and changes back (its vCPU stopped for
+/// milliseconds while it searched): the state at both ends is the same, but the kernel may
+/// have read the other one, so the search raced; one whose CPUs changed without changing the
+/// answer is judged.
+#[test]
+fn a_search_across_a_change_and_back_raced() {
+    let topo = Topology::synthetic_flat(4);
+    let timed = |ts: u64, dst: u32, ns: u32| {
+        let mut e = balance(ts, dst, 4, CpuIdleType::Idle, Some(MigrationType::Task));
+        if let EventKind::Balance(b) = &mut e.kind {
+            b.search_ns = Some(ns);
+        }
+        e
+    };
+    let mut evs = three_on_cpu0(1_000);
+    // CPU 0 drops to one task and is back at three within [2000, 6000].
+    evs.push(timed(2_000, 1, 4_000));
+    evs.push(nr(3_000, 0, 1));
+    evs.push(nr(5_000, 0, 3));
+    // CPU 0 goes from three tasks to four within [7000, 8000]: still imbalanced, judged.
+    evs.push(timed(7_000, 2, 1_000));
+    evs.push(nr(7_500, 0, 4));
+    let v = validate(&topo, config(), &evs);
+    assert_eq!(v.raced.values().sum::<u64>(), 1, "{v:?}");
+    assert_eq!(v.total.decisions, 1);
+    assert_eq!(v.total.balanced_agree, 1);
+}
+
 /// A search that read a CPU which made records until just before it, then none for 5 ms, and
 /// came back with its run queue changed, is set apart as stalled (the kernel may have read the
 /// change long before its record); one whose CPUs came back sooner is judged.
