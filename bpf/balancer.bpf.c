@@ -128,9 +128,9 @@ struct {
 /* Per CPU, what the last search that read it sent (LBS_SEARCH_RQ). The tracepoints' object
  * samples PELT (every few ms, or on a step), and a vCPU its host stops can hold a run-queue
  * change's record back: near a threshold the balancer and the records can fall on either
- * side. So each search sends, stamped just before its own record, the run queues of the
- * span's CPUs that differ from what the latest-stamped search sent for them; for the CPUs it
- * does not send, the last ones sent are what it reads. */
+ * side. So each search sends, each stamped when read and before its own record, the run
+ * queues of the span's CPUs that differ from what the latest-stamped search sent for them;
+ * for the CPUs it does not send, the last ones sent are what it reads. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, LBS_MAX_CPUS);
@@ -145,7 +145,7 @@ struct sched_domain___span {
 
 struct span_walk {
 	__u64 span; /* address of sd->span */
-	__u64 ts;
+	__u64 ts; /* when the walk began */
 	__u64 word;
 	__u32 left; /* span CPUs not reached yet */
 	__u32 cpu; /* the CPU running the search */
@@ -184,10 +184,9 @@ static long span_cpu(__u64 i, void *ctx)
 	now.runnable = BPF_CORE_READ(cfs, avg.runnable_avg);
 	now.util = BPF_CORE_READ(cfs, avg.util_avg);
 	now.util_est = cfs_util_est(false, cfs);
-	/* A search stamped later may have sent this CPU already: its vCPU ran between this
-	 * search's stamp and this walk (a stopped vCPU, in emulation). What it sent comes after
-	 * this search in time order, so it is not what this search is judged with: send, and
-	 * leave the later record as the last one. */
+	/* Another search may have read this CPU since this walk began and sent it already (this
+	 * vCPU stopped meanwhile, in emulation): what it sent may be newer than this reading, so
+	 * it is not what the model holds when this one is read. Send it then. */
 	later = last->h.kind && last->h.ts > w->ts;
 	/* h.kind is set once sent: a slot never sent differs. */
 	if (!later && last->h.kind && last->nr_running == now.nr_running &&
@@ -200,10 +199,12 @@ static long span_cpu(__u64 i, void *ctx)
 		__sync_fetch_and_add(&lost, 1);
 		return 0;
 	}
-	now.h.ts = w->ts;
+	/* Stamped when read: a vCPU stopped in the walk does not date a later state earlier. */
+	now.h.ts = bpf_ktime_get_ns();
 	now.h.kind = LBS_SEARCH_RQ;
 	now.h.cpu = w->cpu;
-	if (!later)
+	/* The last one sent is the newest. */
+	if (!last->h.kind || now.h.ts > last->h.ts)
 		*last = now;
 	*e = now;
 	bpf_ringbuf_submit(e, 0);
@@ -211,8 +212,8 @@ static long span_cpu(__u64 i, void *ctx)
 }
 
 /* Sends the run queues of the CPUs `env`'s search is about to read (see search_rq_sent),
- * stamped `ts`. */
-static __always_inline void search_rq_snapshot(struct lb_env *env, __u64 ts)
+ * each stamped when read; the caller stamps the search's start after. */
+static __always_inline void search_rq_snapshot(struct lb_env *env)
 {
 	struct sched_domain *sd = BPF_CORE_READ(env, sd);
 	struct span_walk w = {};
@@ -221,7 +222,7 @@ static __always_inline void search_rq_snapshot(struct lb_env *env, __u64 ts)
 		return;
 	w.span = (__u64)sd + bpf_core_field_offset(struct sched_domain___span, span);
 	w.left = BPF_CORE_READ(sd, span_weight);
-	w.ts = ts;
+	w.ts = bpf_ktime_get_ns();
 	w.cpu = bpf_get_smp_processor_id();
 	bpf_loop(LBS_MAX_CPUS, span_cpu, &w, 0);
 }
@@ -229,11 +230,11 @@ static __always_inline void search_rq_snapshot(struct lb_env *env, __u64 ts)
 static __always_inline void search_entry(struct lb_env *env)
 {
 	__u32 zero = 0;
-	__u64 *t = bpf_map_lookup_elem(&search_start, &zero), now = bpf_ktime_get_ns();
+	__u64 *t = bpf_map_lookup_elem(&search_start, &zero);
 
-	search_rq_snapshot(env, now - 1);
+	search_rq_snapshot(env);
 	if (t)
-		*t = now;
+		*t = bpf_ktime_get_ns();
 }
 
 /* A zeroed LBS_BALANCE record stamped `ts`, with this CPU and the pass's origin; NULL when
@@ -638,11 +639,9 @@ static __always_inline void kp_search_exit(struct pt_regs *ctx, int balanced)
 SEC("kprobe/sched_balance_find_src_group")
 int BPF_KPROBE(kp_search_new_entry, struct lb_env *env)
 {
-	__u64 now = bpf_ktime_get_ns();
-
 	if (attached)
-		search_rq_snapshot(env, now - 1);
-	frame_push((__u64)env, PT_REGS_SP(ctx), now);
+		search_rq_snapshot(env);
+	frame_push((__u64)env, PT_REGS_SP(ctx), bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -656,11 +655,9 @@ int BPF_KRETPROBE(kp_search_new, struct sched_group *ret)
 SEC("kprobe/find_busiest_group")
 int BPF_KPROBE(kp_search_old_entry, struct lb_env *env)
 {
-	__u64 now = bpf_ktime_get_ns();
-
 	if (attached)
-		search_rq_snapshot(env, now - 1);
-	frame_push((__u64)env, PT_REGS_SP(ctx), now);
+		search_rq_snapshot(env);
+	frame_push((__u64)env, PT_REGS_SP(ctx), bpf_ktime_get_ns());
 	return 0;
 }
 
