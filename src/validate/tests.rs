@@ -329,26 +329,29 @@ fn three_on_cpu0(t: u64) -> Vec<Event> {
     v
 }
 
+/// The kernel found an imbalance of the task type from idle `dst` in the 4-CPU domain, in a
+/// search `ns` long.
+fn timed_search(ts: u64, dst: u32, ns: u32) -> Event {
+    let mut e = balance(ts, dst, 4, CpuIdleType::Idle, Some(MigrationType::Task));
+    if let EventKind::Balance(b) = &mut e.kind {
+        b.search_ns = Some(ns);
+    }
+    e
+}
+
 /// A search whose record carries its length is judged from the state at its entry when the
 /// model answers alike at its exit, and set apart as raced when the answer changed meanwhile.
 #[test]
 fn searches_that_raced_the_state_they_read_are_not_judged() {
     let topo = Topology::synthetic_flat(4);
-    let timed = |ts: u64, dst: u32, ns: u32| {
-        let mut e = balance(ts, dst, 4, CpuIdleType::Idle, Some(MigrationType::Task));
-        if let EventKind::Balance(b) = &mut e.kind {
-            b.search_ns = Some(ns);
-        }
-        e
-    };
     let mut evs = three_on_cpu0(1_000);
     // Nothing changes within [2000, 2500]: judged (and agreeing: 3 tasks on CPU 0).
-    evs.push(timed(2_000, 1, 500));
+    evs.push(timed_search(2_000, 1, 500));
     // CPU 0 drops to one task inside [3000, 3500]: the model's answer flips, not judged.
-    evs.push(timed(3_000, 2, 500));
+    evs.push(timed_search(3_000, 2, 500));
     evs.push(nr(3_200, 0, 1));
     // After the change, a search judged as usual (the model says balanced: disagreement).
-    evs.push(timed(4_000, 3, 100));
+    evs.push(timed_search(4_000, 3, 100));
     let v = validate(&topo, config(), &evs);
     assert_eq!(v.total.decisions, 2, "{v:?}");
     assert_eq!(v.total.balanced_agree, 1);
@@ -362,20 +365,13 @@ fn searches_that_raced_the_state_they_read_are_not_judged() {
 #[test]
 fn a_search_across_a_change_and_back_raced() {
     let topo = Topology::synthetic_flat(4);
-    let timed = |ts: u64, dst: u32, ns: u32| {
-        let mut e = balance(ts, dst, 4, CpuIdleType::Idle, Some(MigrationType::Task));
-        if let EventKind::Balance(b) = &mut e.kind {
-            b.search_ns = Some(ns);
-        }
-        e
-    };
     let mut evs = three_on_cpu0(1_000);
     // CPU 0 drops to one task and is back at three within [2000, 6000].
-    evs.push(timed(2_000, 1, 4_000));
+    evs.push(timed_search(2_000, 1, 4_000));
     evs.push(nr(3_000, 0, 1));
     evs.push(nr(5_000, 0, 3));
     // CPU 0 goes from three tasks to four within [7000, 8000]: still imbalanced, judged.
-    evs.push(timed(7_000, 2, 1_000));
+    evs.push(timed_search(7_000, 2, 1_000));
     evs.push(nr(7_500, 0, 4));
     let v = validate(&topo, config(), &evs);
     assert_eq!(v.raced.values().sum::<u64>(), 1, "{v:?}");
