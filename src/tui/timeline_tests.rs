@@ -555,3 +555,19 @@ fn the_legend_is_whole_or_short() {
     );
     assert!(legend_lines(3, 117).is_none());
 }
+
+#[test]
+fn the_axis_gives_as_many_decimals_as_a_cell_needs() {
+    use views::timeline::rel_axis;
+    let base = 1_000_000_000;
+    // 20 ms cells: to the hundredth of a second, no trailing digits beyond it.
+    assert_eq!(rel_axis(base + 8_120_000_000, base, 20_000_000), "8.12");
+    // 100 us cells: to the ten-thousandth.
+    assert_eq!(rel_axis(base + 8_120_400_000, base, 100_000), "8.1204");
+    // 20 us cells and 2 s cells.
+    assert_eq!(rel_axis(base + 8_120_420_000, base, 20_000), "8.12042");
+    assert_eq!(rel_axis(base + 8_000_000_000, base, 2_000_000_000), "8.0");
+    // Before the origin, and a zero cell, stay readable.
+    assert_eq!(rel_axis(0, base, 20_000_000), "0.00");
+    assert_eq!(rel_axis(base + 1, base, 0), "0.000000001");
+}

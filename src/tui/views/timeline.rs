@@ -189,6 +189,18 @@ fn rel_ms(t: u64, base: u64) -> String {
     format!("{:.3}", t.saturating_sub(base) as f64 / 1e9)
 }
 
+/// Seconds from `base` for an axis of cells `cell_ns` long: as many decimals as a cell's
+/// boundary needs (`8.12` under 10 ms cells, `8.120400` under 100 us ones), at least one.
+pub fn rel_axis(t: u64, base: u64, cell_ns: u64) -> String {
+    let mut decimals = 1;
+    let mut step = 100_000_000u64;
+    while decimals < 9 && (cell_ns % step != 0 || cell_ns == 0) {
+        decimals += 1;
+        step /= 10;
+    }
+    format!("{:.*}", decimals, t.saturating_sub(base) as f64 / 1e9)
+}
+
 /// The time origin of the screen: the first interval's start.
 pub fn base_ns(app: &App) -> u64 {
     app.history.front().map_or(0, |s| s.t_start_ns)
@@ -323,8 +335,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
         pal,
     ));
     // The axis: the window's start on the left, the cursor under the last column.
-    let left = format!("{:<label_w$}{}", "t (s)", rel_ms(start_ns, base));
-    let right = format!("{} ^", rel(end_ns - cell_ns, base));
+    let left = format!("{:<label_w$}{}", "t (s)", rel_axis(start_ns, base, cell_ns));
+    let right = format!("{} ^", rel_axis(end_ns - cell_ns, base, cell_ns));
     let pad = (label_w + cols).saturating_sub(left.chars().count() + right.chars().count());
     lines.push(Line::styled(
         format!("{left}{}{right}", " ".repeat(pad)),
