@@ -157,9 +157,10 @@ impl Analyzer {
                 self.thread_names.remove(tgid);
                 self.stop_wait(*pid);
                 if let Some(t) = self.model.tasks_mut().ext_mut(*pid).map(std::mem::take) {
-                    // Its moves of the open interval outlive its entry.
-                    self.per_task.add_exited(*pid, t.migrations);
+                    // Its moves of the open interval, and who it was, outlive its entry.
                     let comm = self.names.remove(pid);
+                    self.per_task
+                        .gone(*pid, t.migrations, t.tgid, comm.as_deref());
                     if self.folded && pid == tgid {
                         self.fold_exited(*pid, t.tgid, comm.clone(), t.cgroup);
                     }
@@ -261,7 +262,8 @@ impl Analyzer {
         }
         if let Some(t) = self.model.tasks_mut().remove(prev) {
             let name = self.names.remove(&prev);
-            self.per_task.gone(prev, t.migrations, t.tgid, name);
+            self.per_task
+                .gone(prev, t.migrations, t.tgid, name.as_deref());
         }
     }
 

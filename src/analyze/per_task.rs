@@ -31,7 +31,7 @@ pub struct TaskMigrations {
 #[derive(Clone, Debug, Default)]
 pub(super) struct PerTask {
     counts: IdMap<Pid, u64>,
-    /// Who the tasks counted here were when their entry went at their last switch-out.
+    /// Who the tasks counted here were when they exited or their entry went.
     gone: IdMap<Pid, (Option<Pid>, Option<String>)>,
 }
 
@@ -42,18 +42,27 @@ impl PerTask {
     }
 
     /// `pid` exited after `n` counted migrations in the interval.
-    pub(super) fn add_exited(&mut self, pid: Pid, n: u32) {
+    fn add_exited(&mut self, pid: Pid, n: u32) {
         if n > 0 {
             *self.counts.entry(pid).or_default() += u64::from(n);
         }
     }
 
-    /// `pid`'s entry went at its last switch-out after `n` counted migrations in the
-    /// interval; it was `tgid` named `name`.
-    pub(super) fn gone(&mut self, pid: Pid, n: u32, tgid: Option<Pid>, name: Option<String>) {
+    /// `pid` exited, or its entry went at its last switch-out, after `n` counted migrations
+    /// in the interval; it was `tgid` named `name`. What a later call does not know (the
+    /// switch-out after the exit, whose entry the exit emptied) does not erase what an earlier
+    /// one kept.
+    pub(super) fn gone(&mut self, pid: Pid, n: u32, tgid: Option<Pid>, name: Option<&str>) {
         self.add_exited(pid, n);
-        if self.counts.contains_key(&pid) {
-            self.gone.insert(pid, (tgid, name));
+        if !self.counts.contains_key(&pid) {
+            return;
+        }
+        let who = self.gone.entry(pid).or_default();
+        if tgid.is_some() {
+            who.0 = tgid;
+        }
+        if let Some(n) = name {
+            who.1 = Some(n.to_string());
         }
     }
 

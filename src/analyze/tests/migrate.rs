@@ -278,3 +278,44 @@ fn a_task_that_dies_in_the_interval_keeps_its_moves_and_its_entry_goes() {
         "its entry went at its last switch-out"
     );
 }
+
+#[test]
+fn a_task_that_exits_in_the_interval_is_listed_by_its_name() {
+    // As hackbench's processes do: moves, `sched_process_exit`, then the last switch-out
+    // with no new name between (the exit empties its entry before the switch-out removes it).
+    const DEAD: u32 = crate::event::TASK_DEAD;
+    let mut a = analyzer(topo3(), 1_000);
+    let snaps = run(
+        &mut a,
+        &[
+            task(0, 7, 7, "hackbench"),
+            task(0, 8, 7, "hackbench"),
+            wakeup(1, 7, 0),
+            switch(2, 0, 0, 1, 7),
+            migrate(3, 7, 0, 1, Reason::Wakeup),
+            migrate(4, 7, 1, 0, Reason::Wakeup),
+            migrate(5, 8, 0, 1, Reason::Wakeup),
+            exit(6, 7, 7),
+            switch(7, 0, 7, DEAD, 0),
+            exit(8, 8, 7),
+            clock(2_000),
+        ],
+    );
+    assert_eq!(
+        snaps[0].migrations_by_task,
+        vec![
+            TaskMigrations {
+                pid: 7,
+                tgid: Some(7),
+                comm: Some("hackbench".into()),
+                count: 2
+            },
+            TaskMigrations {
+                pid: 8,
+                tgid: Some(7),
+                comm: Some("hackbench".into()),
+                count: 1
+            }
+        ]
+    );
+}
