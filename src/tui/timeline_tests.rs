@@ -571,3 +571,22 @@ fn the_axis_gives_as_many_decimals_as_a_cell_needs() {
     assert_eq!(rel_axis(0, base, 20_000_000), "0.00");
     assert_eq!(rel_axis(base + 1, base, 0), "0.000000001");
 }
+
+#[test]
+fn the_newest_cell_says_how_much_of_it_is_known() {
+    // The story up to 5.4 ms: the cell of 5-6 ms is known for its first 400 us only.
+    let mut ev: Vec<Event> = story(1).into_iter().take(6).collect();
+    ev.push(clock(T0 + 5 * MS + 400_000));
+    let mut app = app_of(Topology::synthetic_flat(2), &ev);
+    app.tl.zoom = ZOOMS_NS.iter().position(|&z| z == MS).unwrap();
+    app.tl.at_ns = Some(T0 + 5 * MS);
+    let scr = render(&app, 132, 40).join("\n");
+    assert!(
+        scr.contains("cpu 0: 2 waiting at most, running 100% of the 400 us known"),
+        "{scr}"
+    );
+    // A cell known to its end says so of the whole time.
+    app.tl.at_ns = Some(T0 + 4 * MS);
+    let scr = render(&app, 132, 40).join("\n");
+    assert!(scr.contains("running 100% of the time"), "{scr}");
+}

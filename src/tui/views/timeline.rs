@@ -210,8 +210,17 @@ pub fn base_ns(app: &App) -> u64 {
 pub fn describe(tl: &Timeline, row: &Row, a: u64, b: u64) -> String {
     let c = tl.group_cell(&row.cpus, a, b);
     let busy = if c.known_ns > 0 {
+        // The newest cell is known only up to the last event drained: say how much.
+        let of = if c.known_ns < b.saturating_sub(a) * row.cpus.len() as u64 {
+            format!(
+                "the {} known",
+                cell_text(c.known_ns / row.cpus.len().max(1) as u64)
+            )
+        } else {
+            "the time".to_string()
+        };
         format!(
-            ", running {:.0}% of the time",
+            ", running {:.0}% of {of}",
             c.busy_ns as f64 * 100.0 / c.known_ns as f64
         )
     } else {
