@@ -96,7 +96,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
     ));
     for t in tasks.iter().take(TASK_ROWS) {
         lines.push(Line::raw(format!(
-            "{:>8} {:<16} {:>8} {:>8}/s",
+            "{:>8} {:<16} {:>12} {:>8}/s",
             t.pid,
             t.comm.clone().unwrap_or_else(|| "?".into()),
             t.tgid.map_or("-".into(), |g| format!("tgid {g}")),
