@@ -190,7 +190,7 @@ fn rel_ms(t: u64, base: u64) -> String {
 }
 
 /// Seconds from `base` for an axis of cells `cell_ns` long: as many decimals as a cell's
-/// boundary needs (`8.12` under 10 ms cells, `8.120400` under 100 us ones), at least one.
+/// boundary needs (`8.12` under 10 ms cells, `8.1204` under 100 us ones), at least one.
 pub fn rel_axis(t: u64, base: u64, cell_ns: u64) -> String {
     let mut decimals = 1;
     let mut step = 100_000_000u64;
@@ -211,11 +211,9 @@ pub fn describe(tl: &Timeline, row: &Row, a: u64, b: u64) -> String {
     let c = tl.group_cell(&row.cpus, a, b);
     let busy = if c.known_ns > 0 {
         // The newest cell is known only up to the last event drained: say how much.
-        let of = if c.known_ns < b.saturating_sub(a) * row.cpus.len() as u64 {
-            format!(
-                "the {} known",
-                cell_text(c.known_ns / row.cpus.len().max(1) as u64)
-            )
+        let cpus = row.cpus.len().max(1) as u64;
+        let of = if c.known_ns < b.saturating_sub(a) * cpus {
+            format!("the {} known", cell_text(c.known_ns / cpus))
         } else {
             "the time".to_string()
         };
