@@ -214,6 +214,12 @@ enum Held {
     Count(Key, Which),
     /// A search's imbalance, under its migration type; `true` when counted as undetermined.
     Amount(Key, MigrationType, u64, bool),
+    /// Counts taken only inside the window (no in flight): a search, a balancer migration,
+    /// a stopper run, an active balance's push. Held only for the start read.
+    Search(Key),
+    Migration(Reason, Option<usize>),
+    Stopper,
+    Pushed(LevelId),
 }
 
 /// A row's key: the domain level and the idle type's index.
@@ -273,12 +279,16 @@ impl Counter {
         }
         if place == Place::In && self.windowed {
             self.window.hold(Held::Count(key, w), b);
+            self.window.hold_before(Held::Count(key, w), b);
         }
     }
 
     /// Moves a held count to in flight: the end read fell inside its call.
     fn unhold(&mut self, h: Held) {
         match h {
+            Held::Search(_) | Held::Migration(..) | Held::Stopper | Held::Pushed(_) => {
+                self.uncount(h)
+            }
             Held::Count(key, w) => {
                 let row = self.rows.entry(key).or_default();
                 let c = field(&mut row.counts, w);
@@ -298,6 +308,47 @@ impl Counter {
         }
     }
 
+    /// Takes back a count placed inside before the start read that the read leaves out.
+    fn uncount(&mut self, h: Held) {
+        fn down(c: &mut u64) {
+            *c = c.saturating_sub(1);
+        }
+        match h {
+            Held::Count(k, w) => down(field(&mut self.rows.entry(k).or_default().counts, w)),
+            Held::Amount(k, t, v, undetermined) => {
+                let row = self.rows.entry(k).or_default();
+                if undetermined {
+                    down(&mut row.undetermined);
+                    row.undetermined_amount.sub(t, v);
+                } else {
+                    row.imbalance.sub(t, v);
+                }
+            }
+            Held::Search(k) => down(&mut self.rows.entry(k).or_default().searches),
+            Held::Migration(r, l) => down(self.by_migrations.entry((r, l)).or_insert(0)),
+            Held::Stopper => down(&mut self.stopper_runs),
+            Held::Pushed(l) => down(self.alb_pushed.entry(l).or_insert(0)),
+        }
+    }
+
+    /// Counts `h` at moment `t` where `t` is inside the window (held for the start read
+    /// while it has not come).
+    fn count_inside(&mut self, t: u64, h: Held) {
+        if !self.inside(t) {
+            return;
+        }
+        match h {
+            Held::Search(k) => self.rows.entry(k).or_default().searches += 1,
+            Held::Migration(r, l) => *self.by_migrations.entry((r, l)).or_insert(0) += 1,
+            Held::Stopper => self.stopper_runs += 1,
+            Held::Pushed(l) => *self.alb_pushed.entry(l).or_insert(0) += 1,
+            Held::Count(..) | Held::Amount(..) => return,
+        }
+        if self.windowed {
+            self.window.hold_before(h, t);
+        }
+    }
+
     fn inside(&self, t: u64) -> bool {
         !self.windowed || self.window.place(t, t) == Place::In
     }
@@ -313,7 +364,15 @@ impl Counter {
             EventKind::Schedstat(s) if self.windowed => {
                 let span = (ev.ts_ns, ev.ts_ns.saturating_add(s.read_ns));
                 match s.end {
-                    false => self.window.start(span),
+                    false => {
+                        let (out, in_flight) = self.window.start(span);
+                        for h in out {
+                            self.uncount(h);
+                        }
+                        for h in in_flight {
+                            self.unhold(h);
+                        }
+                    }
                     true => {
                         for h in self.window.end(span) {
                             self.unhold(h);
@@ -327,16 +386,14 @@ impl Counter {
 
     /// Counts a migration the analyzer classified (balancer reasons only).
     pub fn migration(&mut self, ts: u64, reason: Reason, level: Option<usize>) {
-        if reason.is_balancer() && self.inside(ts) {
-            *self.by_migrations.entry((reason, level)).or_insert(0) += 1;
+        if reason.is_balancer() {
+            self.count_inside(ts, Held::Migration(reason, level));
         }
     }
 
     fn balance(&mut self, topo: &IndexedTopology, ev: &Event, b: &Balance) {
         if b.is_stopper_entry() {
-            if self.inside(ev.ts_ns) {
-                self.stopper_runs += 1;
-            }
+            self.count_inside(ev.ts_ns, Held::Stopper);
             return;
         }
         let level = Self::level(topo, b.dst_cpu, b.level, b.sd_weight);
@@ -348,16 +405,12 @@ impl Counter {
             Some(_) if b.origin == Some(BalanceOrigin::Stopper) => {
                 of_cpu(&mut self.pending_stopper, ev.cpu).push((key, ev.ts_ns));
                 self.stopper_pending = true;
-                if self.inside(ev.ts_ns) {
-                    *self.alb_pushed.entry(level).or_insert(0) += 1;
-                }
+                self.count_inside(ev.ts_ns, Held::Pushed(level));
             }
             // Without the calls, a detach counts at its own moment.
             Some(_) => self.count(key, Which::Gained, ev.ts_ns, ev.ts_ns),
             None => {
-                if self.inside(ev.ts_ns) {
-                    self.rows.entry(key).or_default().searches += 1;
-                }
+                self.count_inside(ev.ts_ns, Held::Search(key));
                 let p = of_cpu(&mut self.pending, ev.cpu);
                 if p.len() >= MAX_PENDING {
                     p.remove(0);
@@ -427,6 +480,8 @@ impl Counter {
             }
             if place == Place::In && self.windowed {
                 self.window.hold(Held::Amount(key, t, v, !went_on), exit);
+                self.window
+                    .hold_before(Held::Amount(key, t, v, !went_on), exit);
             }
         }
     }

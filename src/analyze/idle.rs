@@ -1,6 +1,11 @@
 //! Idle-while-others-wait accounting: for every domain of every level, how long some CPU of
 //! the span was idle while a task waited on another CPU of the span.
 //!
+//! Idle is the kernel's `idle_cpu()`: running the idle task with nothing queued. A CPU that
+//! runs its idle task while a task waits on it (woken there, not switched in yet) is about to
+//! run that task, so it cannot take another CPU's waiter; counting it idle made a stopped
+//! vCPU of the lab's guests, with its own wakeup pending, a "missed pull" of tens of ms.
+//!
 //! Owns the waiter index (which tasks wait on which CPU, split by whether their affinity
 //! allows every CPU) and the set of idle CPUs, both fed by the analyzer. In folded mode the
 //! analyzer knows no task's wait: it sets each CPU's count of anonymous waiters instead
@@ -127,6 +132,9 @@ impl DomAcc {
 pub struct IdleAccounting {
     /// Every CPU of the topology: an affinity containing them all is "free".
     all_cpus: CpuSet,
+    /// CPUs running their idle task.
+    idle_task: CpuSet,
+    /// CPUs running their idle task with no waiter of any kind: idle as `idle_cpu()` says.
     idle: CpuSet,
     /// CPUs with at least one counted waiter.
     waiting: CpuSet,
@@ -197,6 +205,7 @@ impl IdleAccounting {
         }
         IdleAccounting {
             all_cpus,
+            idle_task: CpuSet::new(),
             idle: CpuSet::new(),
             waiting: CpuSet::new(),
             cpus: vec![CpuWaiters::default(); n],
@@ -240,11 +249,24 @@ impl IdleAccounting {
 
     /// Records whether `cpu` runs its idle task.
     pub fn set_idle(&mut self, cpu: u32, idle: bool) {
-        if self.idle.contains(cpu as usize) != idle {
+        if idle {
+            self.idle_task.insert(cpu as usize);
+        } else {
+            self.idle_task.remove(cpu as usize);
+        }
+        self.refresh_idle(cpu);
+    }
+
+    /// Puts `cpu` in or out of `idle` after its idle task or its waiters changed.
+    #[inline]
+    fn refresh_idle(&mut self, cpu: u32) {
+        let c = cpu as usize;
+        let idle = self.idle_task.contains(c) && self.waiting_on(cpu) == 0;
+        if self.idle.contains(c) != idle {
             if idle {
-                self.idle.insert(cpu as usize);
+                self.idle.insert(c);
             } else {
-                self.idle.remove(cpu as usize);
+                self.idle.remove(c);
             }
             self.count(cpu, |d| &mut d.n_idle, idle);
             self.touch(cpu);
@@ -266,9 +288,16 @@ impl IdleAccounting {
             return slot;
         };
         w.all += 1;
+        let first = w.all + w.anon == 1;
+        if first {
+            self.refresh_idle(cpu);
+        }
         if !counted {
             return slot;
         }
+        let Some(w) = self.waiters_mut(cpu) else {
+            return slot;
+        };
         // The domains' statuses depend on which CPUs have free waiters, not on how many, and
         // on every restricted mask: only such a change needs them re-evaluated.
         let mut changed = true;
@@ -301,9 +330,15 @@ impl IdleAccounting {
             return;
         };
         w.all = w.all.saturating_sub(1);
+        if w.all + w.anon == 0 {
+            self.refresh_idle(slot.cpu);
+        }
         if !slot.counted {
             return;
         }
+        let Some(w) = self.waiters_mut(slot.cpu) else {
+            return;
+        };
         let (mut last_free, mut changed) = (false, false);
         if slot.free {
             let had_free = w.has_free();
@@ -341,6 +376,7 @@ impl IdleAccounting {
         let had_free = w.has_free();
         w.anon = n;
         let (has_free, has_counted) = (w.has_free(), w.has_counted());
+        self.refresh_idle(cpu);
         // As for tasks, only whether the CPU has such waiters matters to the domains.
         let mut changed = false;
         if has_free != had_free {
@@ -429,43 +465,17 @@ impl IdleAccounting {
         if d.n_idle == 0 || d.n_waiting == 0 {
             return WaitStatus::None;
         }
-        let span = &d.span;
-        if d.n_idle > 1 {
-            // Every waiting CPU has another idle CPU in the span.
-            if d.n_free > 0 {
-                return WaitStatus::Movable;
-            }
-            let idle = self.idle.and(span);
-            for j in self.waiting.and(span).iter() {
-                let mut others = idle;
-                others.remove(j);
-                if self.cpus[j]
-                    .restricted
-                    .iter()
-                    .any(|(_, a)| a.intersects(&others))
-                {
-                    return WaitStatus::Movable;
-                }
-            }
-            return WaitStatus::Pinned;
-        }
-        // One idle CPU: a task waiting on it is about to run there, so only the waiters of
-        // the other CPUs count, and only that CPU can take them.
-        let Some(i) = self.idle.first_common(span) else {
-            return WaitStatus::None;
-        };
-        let (waits_on_idle, free_on_idle) = match self.waiting.contains(i) {
-            true => (1, u32::from(self.cpus[i].has_free())),
-            false => (0, 0),
-        };
-        if d.n_waiting == waits_on_idle {
-            return WaitStatus::None;
-        }
-        if d.n_free > free_on_idle {
+        // An idle CPU has no waiter of its own, so every waiter of the span is elsewhere.
+        if d.n_free > 0 {
             return WaitStatus::Movable;
         }
-        for j in self.waiting.and(span).iter() {
-            if j != i && self.cpus[j].restricted.iter().any(|(_, a)| a.contains(i)) {
+        let idle = self.idle.and(&d.span);
+        for j in self.waiting.and(&d.span).iter() {
+            if self.cpus[j]
+                .restricted
+                .iter()
+                .any(|(_, a)| a.intersects(&idle))
+            {
                 return WaitStatus::Movable;
             }
         }

@@ -36,8 +36,16 @@ pub(super) struct Window<H> {
     /// The newest moment seen in the stream.
     newest: u64,
     held: Vec<(H, u64)>,
+    /// Counts placed inside before the start read came (a recording in time order puts
+    /// what its CPUs delivered late before that read), with their latest moment: the start
+    /// read takes them out or in flight. At most [`MAX_BEFORE`].
+    before: Vec<(H, u64)>,
     prune_at: usize,
 }
+
+/// Counts kept for the start read at most; past it the start read corrects none (a stream
+/// with no reads keeps every count inside, as it did).
+const MAX_BEFORE: usize = 1 << 16;
 
 impl<H> Default for Window<H> {
     fn default() -> Self {
@@ -46,6 +54,7 @@ impl<H> Default for Window<H> {
             end: None,
             newest: 0,
             held: Vec::new(),
+            before: Vec::new(),
             prune_at: PRUNE_MIN,
         }
     }
@@ -86,9 +95,27 @@ impl<H> Window<H> {
         }
     }
 
-    /// The start read, at `span`.
-    pub(super) fn start(&mut self, span: (u64, u64)) {
+    /// The start read, at `span`: the counts placed inside before it, split into those it
+    /// leaves out and those within its guard, now in flight.
+    pub(super) fn start(&mut self, span: (u64, u64)) -> (Vec<H>, Vec<H>) {
         self.start = Some(span);
+        let (mut out, mut in_flight) = (Vec::new(), Vec::new());
+        for (h, b) in std::mem::take(&mut self.before) {
+            match self.place(b, b) {
+                Place::Out => out.push(h),
+                Place::InFlight => in_flight.push(h),
+                Place::In => {}
+            }
+        }
+        (out, in_flight)
+    }
+
+    /// Notes `h`, a count just placed inside at moment `b`, while the start read has not
+    /// come.
+    pub(super) fn hold_before(&mut self, h: H, b: u64) {
+        if self.start.is_none() && self.end.is_none() && self.before.len() < MAX_BEFORE {
+            self.before.push((h, b));
+        }
     }
 
     /// The end read, at `span`: returns the held counts it falls inside, now in flight.

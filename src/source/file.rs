@@ -1,7 +1,9 @@
 //! The file source: replays a recording's events down the same channel the live source uses,
-//! one batch per chunk, so reports over a recording run the same pipeline as live ones.
+//! one batch per chunk put back in time order, so reports over a recording run the same
+//! pipeline as live ones.
 
 use crate::record::{Damage, Reader};
+use crate::source::reorder::{Reorder, REORDER_NS};
 use crate::source::{Batch, BatchPool, SourceMsg};
 use std::sync::mpsc::SyncSender;
 use std::thread::JoinHandle;
@@ -17,17 +19,32 @@ impl FileSource {
     pub fn start(mut reader: Reader, tx: SyncSender<SourceMsg>) -> FileSource {
         let pool = BatchPool::new();
         let thread = std::thread::spawn(move || {
+            // Events go out in time order (see `reorder`), so every command over a recording
+            // reads the same order whatever the host did to its CPUs while it was written.
+            let mut order = Reorder::new(REORDER_NS);
+            let mut sent = true;
             while let Some(events) = reader.next_chunk() {
-                // The reader allocates each chunk's events: those consumed are freed here.
-                pool.release();
-                if tx
-                    .send(SourceMsg::Batch(Batch::pooled(events, &pool)))
-                    .is_err()
+                // The batches' vectors come back through the pool once consumed.
+                let mut out = pool.take(events.len());
+                for e in events {
+                    order.push(e, &mut out);
+                }
+                if !out.is_empty()
+                    && tx
+                        .send(SourceMsg::Batch(Batch::pooled(out, &pool)))
+                        .is_err()
                 {
+                    sent = false;
                     break;
                 }
             }
-            let _ = tx.send(SourceMsg::End);
+            if sent {
+                let mut out = pool.take(0);
+                order.finish(&mut out);
+                if out.is_empty() || tx.send(SourceMsg::Batch(Batch::pooled(out, &pool))).is_ok() {
+                    let _ = tx.send(SourceMsg::End);
+                }
+            }
             reader.damage().clone()
         });
         FileSource {

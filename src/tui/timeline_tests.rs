@@ -425,6 +425,62 @@ fn enter_on_a_missed_pull_shows_its_idle_stretch_and_esc_goes_back() {
     assert!(app.tl.explain.is_none());
 }
 
+/// One story per finding: over the demo recording (a TCG guest whose vCPUs deliver up to 0.9 s
+/// late), every busy wakeup's target CPU runs a task on the timeline at the finding's time and
+/// the CPUs it names idle are idle there; every missed pull's idle CPUs are idle, with nothing
+/// queued, when it comes due. Replayed as delivered, the first busy wakeup's CPU 2 was drawn idle.
+#[test]
+fn every_demo_finding_s_cpus_are_drawn_as_its_sentence_says() {
+    let (app, snaps) = lab("examples/demo.lbs");
+    let tl = app.timeline.as_ref().unwrap();
+    let (mut busy, mut pulls) = (0, 0);
+    for f in snaps.iter().flat_map(|s| &s.findings) {
+        match f.kind.name() {
+            "busy_wakeup" => {
+                let target = f.evidence["target_cpu"].as_u64().unwrap() as u32;
+                let st = tl.state_at(target, f.t_ns);
+                assert!(
+                    st.is_some_and(|s| s.running),
+                    "{}: target cpu {target} at {}: {st:?}",
+                    f.text,
+                    f.t_ns
+                );
+                for c in f.evidence["idle_cpus"].as_array().unwrap() {
+                    let c = c.as_u64().unwrap() as u32;
+                    let st = tl.state_at(c, f.t_ns);
+                    assert!(
+                        st.is_some_and(|s| !s.running),
+                        "{}: idle cpu {c} at {}: {st:?}",
+                        f.text,
+                        f.t_ns
+                    );
+                }
+                busy += 1;
+            }
+            "missed_pull" => {
+                // The CPUs idle when the stretch came due (others may have been idle before).
+                let idle = f.evidence["idle_cpus"].as_str().unwrap();
+                for c in crate::cpuset::CpuSet::parse_list(idle).unwrap().iter() {
+                    let st = tl.state_at(c as u32, f.t_ns);
+                    assert!(
+                        st.is_some_and(|s| !s.running && s.waiting == 0),
+                        "{}: idle cpu {c} at {}: {st:?}",
+                        f.text,
+                        f.t_ns
+                    );
+                }
+                pulls += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        busy >= 100 && pulls >= 50,
+        "{busy} busy wakeups, {pulls} missed pulls"
+    );
+    eprintln!("{busy} busy wakeups and {pulls} missed pulls drawn as they say");
+}
+
 fn views_lines(app: &App, e: &super::timeline::Explain, base: u64) -> Vec<String> {
     let (end, cell) = views::explain_window(e, 100);
     views::explain_lines(app.timeline.as_ref(), e, (end - 100 * cell, end), base)

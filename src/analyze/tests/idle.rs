@@ -89,6 +89,25 @@ fn waiting_on_the_idle_cpu_itself_does_not_count() {
     assert_eq!(iww(&s, "llc", "0-1"), (0, 0));
 }
 
+/// Idle is the kernel's `idle_cpu()`: a CPU running its idle task with a task queued on it (a
+/// wakeup not yet switched in, or a stopped vCPU's) is about to run that task and cannot take
+/// another CPU's waiter. CPU 0 runs 10 with 20 waiting from 100; CPU 1 idles with 30 woken
+/// onto it at 200, switched in only at 800: movable 100-200 only.
+#[test]
+fn an_idle_cpu_with_its_own_waiter_takes_no_other() {
+    let evs = [
+        switch(0, 0, 0, 1, 10),
+        switch(0, 1, 0, 1, 0),
+        wakeup(100, 20, 0),
+        wakeup(200, 30, 1),
+        switch(800, 1, 0, 1, 30),
+        switch(900, 0, 10, 1, 20),
+        clock(1_000),
+    ];
+    let s = one(Topology::synthetic_flat(2), &evs);
+    assert_eq!(iww(&s, "llc", "0-1"), (100, 0));
+}
+
 #[test]
 fn per_level_domains() {
     // CPUs 0-3 busy, 5-7 busy, 4 idle; a task waits on CPU 0: only the NUMA domain sees it.
@@ -292,6 +311,7 @@ fn status_query_follows_the_accounting() {
 /// The status of a span straight from the definition, for checking the counters the
 /// accounting keeps: movable when some waiter could run on an idle CPU of the span other
 /// than its own, pinned when waiters and other idle CPUs exist but no waiter may move.
+/// `idle`: CPUs idle as `idle_cpu()` says (idle task, nothing queued).
 fn status_by_definition(
     span: &CpuSet,
     idle: &CpuSet,
@@ -380,10 +400,20 @@ fn domain_counters_agree_with_the_definition() {
                 .filter(|&c| anon[c as usize] > 0)
                 .map(|c| (0, c, None)),
         );
+        // Idle as the kernel's idle_cpu(): running the idle task with no waiter of any kind.
+        let mut idle_now = idle;
+        for w in &waiters {
+            idle_now.remove(w.1 as usize);
+        }
+        for (c, &n) in anon.iter().enumerate() {
+            if n > 0 {
+                idle_now.remove(c);
+            }
+        }
         for (_, span, status) in acc.statuses() {
             assert_eq!(
                 status,
-                status_by_definition(span, &idle, &counted),
+                status_by_definition(span, &idle_now, &counted),
                 "step {step}, span {span}, idle {idle}"
             );
         }
