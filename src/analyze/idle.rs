@@ -249,6 +249,10 @@ impl IdleAccounting {
 
     /// Records whether `cpu` runs its idle task.
     pub fn set_idle(&mut self, cpu: u32, idle: bool) {
+        // Nearly every switch leaves it as it was: a task follows a task.
+        if self.idle_task.contains(cpu as usize) == idle {
+            return;
+        }
         if idle {
             self.idle_task.insert(cpu as usize);
         } else {

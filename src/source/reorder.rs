@@ -35,10 +35,10 @@ fn order_ns(e: &Event) -> u64 {
     }
 }
 
-/// A window of events kept in time order.
+/// A window of events kept in time order, each with its place in the order (computed once).
 #[derive(Debug)]
 pub struct Reorder {
-    held: VecDeque<Event>,
+    held: VecDeque<(u64, Event)>,
     newest: u64,
     window_ns: u64,
 }
@@ -56,25 +56,26 @@ impl Reorder {
     /// Takes one event and appends to `out` those now older than the window.
     pub fn push(&mut self, e: Event, out: &mut Vec<Event>) {
         let t = order_ns(&e);
-        if self.held.back().is_none_or(|b| order_ns(b) <= t) {
-            self.held.push_back(e);
+        // `newest`, the latest place seen, is at least the last held one's.
+        if t >= self.newest {
+            self.held.push_back((t, e));
+            self.newest = t;
         } else {
-            let at = self.held.partition_point(|x| order_ns(x) <= t);
-            self.held.insert(at, e);
+            let at = self.held.partition_point(|x| x.0 <= t);
+            self.held.insert(at, (t, e));
         }
-        self.newest = self.newest.max(t);
         let due = self.newest.saturating_sub(self.window_ns);
         while let Some(f) = self.held.front() {
-            if order_ns(f) > due && self.held.len() <= MAX_HELD {
+            if f.0 > due && self.held.len() <= MAX_HELD {
                 break;
             }
-            out.extend(self.held.pop_front());
+            out.extend(self.held.pop_front().map(|(_, e)| e));
         }
     }
 
     /// Appends every event held, in order.
     pub fn finish(&mut self, out: &mut Vec<Event>) {
-        out.extend(self.held.drain(..));
+        out.extend(self.held.drain(..).map(|(_, e)| e));
     }
 }
 
