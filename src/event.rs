@@ -24,6 +24,18 @@ pub struct Event {
     pub kind: EventKind,
 }
 
+#[cfg(test)]
+impl Event {
+    /// A clock event on `cpu` at `ts_ns`: what the ordering tests move around.
+    pub(crate) fn clock_at(ts_ns: u64, cpu: u32) -> Event {
+        Event {
+            ts_ns,
+            cpu,
+            kind: EventKind::Clock,
+        }
+    }
+}
+
 /// Why a task changed CPU: the JSON names are a stable contract.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

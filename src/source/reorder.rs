@@ -82,21 +82,12 @@ impl Reorder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::EventKind;
-
-    fn ev(ts: u64, cpu: u32) -> Event {
-        Event {
-            ts_ns: ts,
-            cpu,
-            kind: EventKind::Clock,
-        }
-    }
 
     fn run(window: u64, evs: &[(u64, u32)]) -> Vec<(u64, u32)> {
         let mut r = Reorder::new(window);
         let mut out = Vec::new();
         for &(t, c) in evs {
-            r.push(ev(t, c), &mut out);
+            r.push(Event::clock_at(t, c), &mut out);
         }
         r.finish(&mut out);
         out.iter().map(|e| (e.ts_ns, e.cpu)).collect()
@@ -138,16 +129,16 @@ mod tests {
         let mut r = Reorder::new(10);
         let mut out = Vec::new();
         for t in [0, 5, 10] {
-            r.push(ev(t, 0), &mut out);
+            r.push(Event::clock_at(t, 0), &mut out);
         }
         assert_eq!(out.len(), 1, "0 is 10 behind the newest: out");
-        r.push(ev(25, 0), &mut out);
+        r.push(Event::clock_at(25, 0), &mut out);
         assert_eq!(
             out.iter().map(|e| e.ts_ns).collect::<Vec<_>>(),
             vec![0, 5, 10]
         );
         // 3 is later than the window: released at once, after what already left.
-        r.push(ev(3, 1), &mut out);
+        r.push(Event::clock_at(3, 1), &mut out);
         assert_eq!(out.last().map(|e| (e.ts_ns, e.cpu)), Some((3, 1)));
         r.finish(&mut out);
         assert_eq!(out.last().map(|e| e.ts_ns), Some(25));

@@ -199,15 +199,6 @@ impl Merge {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::EventKind;
-
-    fn ev(ts: u64, cpu: u32) -> Event {
-        Event {
-            ts_ns: ts,
-            cpu,
-            kind: EventKind::Clock,
-        }
-    }
 
     fn push(m: &mut Merge, ring: usize, evs: Vec<Event>) {
         for e in evs {
@@ -224,10 +215,27 @@ mod tests {
     #[test]
     fn runs_of_two_cpus_leave_in_time_order_up_to_the_watermark() {
         let mut m = Merge::new(2, 2);
-        push(&mut m, 0, vec![ev(10, 0), ev(30, 0), ev(50, 0), ev(70, 0)]);
-        push(&mut m, 0, vec![ev(20, 1), ev(40, 1), ev(60, 1)]);
-        push(&mut m, 1, vec![ev(35, 1)]);
-        m.push_own(&mut vec![ev(45, 0)]);
+        push(
+            &mut m,
+            0,
+            vec![
+                Event::clock_at(10, 0),
+                Event::clock_at(30, 0),
+                Event::clock_at(50, 0),
+                Event::clock_at(70, 0),
+            ],
+        );
+        push(
+            &mut m,
+            0,
+            vec![
+                Event::clock_at(20, 1),
+                Event::clock_at(40, 1),
+                Event::clock_at(60, 1),
+            ],
+        );
+        push(&mut m, 1, vec![Event::clock_at(35, 1)]);
+        m.push_own(&mut vec![Event::clock_at(45, 0)]);
         let mut out = Vec::new();
         assert!(m.release(50, &mut out, usize::MAX));
         assert_eq!(
@@ -243,7 +251,7 @@ mod tests {
             ]
         );
         assert_eq!(m.held(), 2);
-        push(&mut m, 1, vec![ev(48, 0)]);
+        push(&mut m, 1, vec![Event::clock_at(48, 0)]);
         out.clear();
         m.release(u64::MAX, &mut out, usize::MAX);
         assert_eq!(times(&out), [(48, 0), (60, 1), (70, 0)]);
@@ -261,8 +269,16 @@ mod tests {
     #[test]
     fn ties_and_out_of_range_cpus_keep_arrival_order() {
         let mut m = Merge::new(1, 2);
-        push(&mut m, 0, vec![ev(5, 1), ev(5, 7), ev(6, 1)]);
-        push(&mut m, 0, vec![ev(5, 0)]);
+        push(
+            &mut m,
+            0,
+            vec![
+                Event::clock_at(5, 1),
+                Event::clock_at(5, 7),
+                Event::clock_at(6, 1),
+            ],
+        );
+        push(&mut m, 0, vec![Event::clock_at(5, 0)]);
         let mut out = Vec::new();
         m.release(10, &mut out, usize::MAX);
         assert_eq!(times(&out), [(5, 0), (5, 1), (5, 7), (6, 1)]);
@@ -288,7 +304,7 @@ mod tests {
                 for _ in 0..n {
                     seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
                     next[cpu] += 1 + (seed >> 40) % 1000;
-                    run.push(ev(next[cpu], cpu as u32));
+                    run.push(Event::clock_at(next[cpu], cpu as u32));
                     all.push((next[cpu], cpu as u32));
                 }
                 push(&mut m, 0, run);
@@ -322,10 +338,12 @@ mod tests {
         for cpus in [2usize, 24] {
             let fill = |m: &mut Merge| {
                 for cpu in 0..cpus as u64 {
-                    let evs = (0..50).map(|i| ev(i * 7 + cpu * 3, cpu as u32)).collect();
+                    let evs = (0..50)
+                        .map(|i| Event::clock_at(i * 7 + cpu * 3, cpu as u32))
+                        .collect();
                     push(m, 0, evs);
                 }
-                m.push_own(&mut vec![ev(100, 0), ev(200, 0)]);
+                m.push_own(&mut vec![Event::clock_at(100, 0), Event::clock_at(200, 0)]);
             };
             let (mut whole, mut parts) = (Merge::new(1, cpus), Merge::new(1, cpus));
             fill(&mut whole);
@@ -357,8 +375,16 @@ mod tests {
     #[test]
     fn a_burst_s_room_goes_back_after_its_release() {
         let mut m = Merge::new(1, 2);
-        push(&mut m, 0, (0..100_000).map(|i| ev(i, 0)).collect());
-        push(&mut m, 0, (0..100_000).map(|i| ev(i, 1)).collect());
+        push(
+            &mut m,
+            0,
+            (0..100_000).map(|i| Event::clock_at(i, 0)).collect(),
+        );
+        push(
+            &mut m,
+            0,
+            (0..100_000).map(|i| Event::clock_at(i, 1)).collect(),
+        );
         let mut out = Vec::new();
         assert!(!m.release(150_000, &mut out, 64 * 1024));
         assert!(
@@ -375,7 +401,7 @@ mod tests {
         // Drains that find little: the burst's room goes back an eighth of its peak at a time.
         let mut releases = 0;
         while m.queues.iter().any(|q| q.capacity() > 2 * KEEP) {
-            push(&mut m, 0, vec![ev(200_000 + releases, 0)]);
+            push(&mut m, 0, vec![Event::clock_at(200_000 + releases, 0)]);
             out.clear();
             assert!(m.release(u64::MAX, &mut out, usize::MAX));
             releases += 1;
@@ -393,7 +419,11 @@ mod tests {
         let mut rooms = Vec::new();
         for d in 0..20u64 {
             let t0 = d * 100_000;
-            push(&mut m, 0, (0..40_000).map(|i| ev(t0 + i, 0)).collect());
+            push(
+                &mut m,
+                0,
+                (0..40_000).map(|i| Event::clock_at(t0 + i, 0)).collect(),
+            );
             out.clear();
             assert!(m.release(t0 + 100_000, &mut out, usize::MAX));
             assert_eq!(out.len(), 40_000);
@@ -409,12 +439,12 @@ mod tests {
         let mut m = Merge::new(1, 2);
         let mut out = Vec::new();
         m.release(100_000_000, &mut out, usize::MAX);
-        push(&mut m, 0, vec![ev(40_000_000, 1)]);
+        push(&mut m, 0, vec![Event::clock_at(40_000_000, 1)]);
         m.release(200_000_000, &mut out, usize::MAX);
         assert_eq!((m.late, m.late_max_ns), (1, 60_000_000));
         assert_eq!(m.holdback_ns, 120_000_000);
         m.release(20_000_000_000, &mut out, usize::MAX);
-        push(&mut m, 0, vec![ev(1, 0)]);
+        push(&mut m, 0, vec![Event::clock_at(1, 0)]);
         m.release(20_000_000_000, &mut out, usize::MAX);
         assert_eq!(m.holdback_ns, MAX_HOLDBACK_NS);
         assert_eq!(out.len(), 2);
