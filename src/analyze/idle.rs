@@ -292,16 +292,14 @@ impl IdleAccounting {
             return slot;
         };
         w.all += 1;
+        // Its first waiter takes an idle CPU out of `idle` (done last, after `w`'s uses).
         let first = w.all + w.anon == 1;
-        if first {
-            self.refresh_idle(cpu);
-        }
         if !counted {
+            if first {
+                self.refresh_idle(cpu);
+            }
             return slot;
         }
-        let Some(w) = self.waiters_mut(cpu) else {
-            return slot;
-        };
         // The domains' statuses depend on which CPUs have free waiters, not on how many, and
         // on every restricted mask: only such a change needs them re-evaluated.
         let mut changed = true;
@@ -325,6 +323,9 @@ impl IdleAccounting {
         if changed {
             self.touch(cpu);
         }
+        if first {
+            self.refresh_idle(cpu);
+        }
         slot
     }
 
@@ -334,15 +335,14 @@ impl IdleAccounting {
             return;
         };
         w.all = w.all.saturating_sub(1);
-        if w.all + w.anon == 0 {
-            self.refresh_idle(slot.cpu);
-        }
+        // Its last waiter gone, a CPU in its idle task is idle again (done last).
+        let emptied = w.all + w.anon == 0;
         if !slot.counted {
+            if emptied {
+                self.refresh_idle(slot.cpu);
+            }
             return;
         }
-        let Some(w) = self.waiters_mut(slot.cpu) else {
-            return;
-        };
         let (mut last_free, mut changed) = (false, false);
         if slot.free {
             let had_free = w.has_free();
@@ -364,6 +364,9 @@ impl IdleAccounting {
         }
         if changed {
             self.touch(slot.cpu);
+        }
+        if emptied {
+            self.refresh_idle(slot.cpu);
         }
     }
 
