@@ -255,6 +255,11 @@ fn finding_start(f: &crate::model::Finding) -> u64 {
     ["since_ns", "first_move_ns"]
         .iter()
         .find_map(|k| f.evidence.get(*k).and_then(|v| v.as_u64()))
+        .or_else(|| {
+            // An uneven spread says how long it held.
+            let ms = f.evidence.get("held_ms")?.as_u64()?;
+            Some(f.t_ns.saturating_sub(ms.saturating_mul(1_000_000)))
+        })
         .unwrap_or(f.t_ns)
 }
 

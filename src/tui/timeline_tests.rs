@@ -481,6 +481,41 @@ fn every_demo_finding_s_cpus_are_drawn_as_its_sentence_says() {
     eprintln!("{busy} busy wakeups and {pulls} missed pulls drawn as they say");
 }
 
+/// An uneven spread opens on the time it held (`held_ms` before it), not on a 0 ms span.
+#[test]
+fn an_uneven_spread_opens_on_the_time_it_held() {
+    let (mut app, snaps) = lab("examples/demo.lbs");
+    let (i, f) = snaps
+        .iter()
+        .enumerate()
+        .find_map(|(i, s)| {
+            s.findings
+                .iter()
+                .find(|f| {
+                    f.kind.name() == "uneven_spread" && f.evidence["held_ms"].as_u64() > Some(0)
+                })
+                .map(|f| (i, f.clone()))
+        })
+        .expect("the demo has an uneven spread");
+    let held = f.evidence["held_ms"].as_u64().unwrap() * 1_000_000;
+    app.set_cursor(Some(i));
+    app.view = View::Findings;
+    let rows = views::finding_rows(&app).1;
+    let sel = rows
+        .iter()
+        .position(|r| r.kind == "uneven_spread" && r.span_ns.1 == f.t_ns)
+        .unwrap();
+    assert_eq!(rows[sel].span_ns, (f.t_ns - held, f.t_ns));
+    for _ in 0..sel {
+        app.handle(Action::Down);
+    }
+    app.handle(Action::Enter);
+    let all = render(&app, 100, 30).join("\n");
+    assert!(all.contains("(= below: the time it held)"), "{all}");
+    let ms = format!("({:.1} ms)", held as f64 / 1e6);
+    assert!(all.contains(&ms), "{ms}: {all}");
+}
+
 fn views_lines(app: &App, e: &super::timeline::Explain, base: u64) -> Vec<String> {
     let (end, cell) = views::explain_window(e, 100);
     views::explain_lines(app.timeline.as_ref(), e, (end - 100 * cell, end), base)

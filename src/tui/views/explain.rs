@@ -34,6 +34,7 @@ fn stretch_name(kind: &str) -> &'static str {
         "missed_pull" => "idle stretch",
         "ping_pong" => "round trip",
         "busy_wakeup" | "harmful_migration" => "event",
+        "uneven_spread" => "time it held",
         _ => "interval",
     }
 }
