@@ -342,30 +342,37 @@ fn a_lab_recording_s_cells_agree_with_each_interval_s_cpu_table() {
     eprintln!("{checked} end-of-interval cells checked, {waiting} with tasks waiting");
 }
 
-#[test]
-fn enter_on_a_missed_pull_shows_its_idle_stretch_and_esc_goes_back() {
-    let (mut app, snaps) = lab(LAB);
+/// Opens (Enter) the first finding `pick` accepts, from its interval's Findings list: the
+/// finding and its row's span.
+fn open_first(
+    app: &mut App,
+    snaps: &[Snapshot],
+    pick: impl Fn(&crate::model::Finding) -> bool,
+) -> (crate::model::Finding, (u64, u64)) {
     let (i, f) = snaps
         .iter()
         .enumerate()
-        .find_map(|(i, s)| {
-            s.findings
-                .iter()
-                .find(|f| f.kind.name() == "missed_pull")
-                .map(|f| (i, f.clone()))
-        })
-        .expect("the recording has a missed pull");
+        .find_map(|(i, s)| s.findings.iter().find(|f| pick(f)).map(|f| (i, f.clone())))
+        .expect("the recording has such a finding");
     app.set_cursor(Some(i));
     app.view = View::Findings;
-    let rows = views::finding_rows(&app).1;
+    let rows = views::finding_rows(app).1;
     let sel = rows
         .iter()
-        .position(|r| r.kind == "missed_pull" && r.span_ns.1 == f.t_ns)
+        .position(|r| r.kind == f.kind.name() && r.span_ns.1 == f.t_ns)
         .unwrap();
+    let span = rows[sel].span_ns;
     for _ in 0..sel {
         app.handle(Action::Down);
     }
     app.handle(Action::Enter);
+    (f, span)
+}
+
+#[test]
+fn enter_on_a_missed_pull_shows_its_idle_stretch_and_esc_goes_back() {
+    let (mut app, snaps) = lab(LAB);
+    let (f, _) = open_first(&mut app, &snaps, |f| f.kind.name() == "missed_pull");
     assert_eq!(app.view, View::Explain);
     let since = f.evidence["since_ns"].as_u64().unwrap();
     let idle: Vec<usize> =
@@ -485,31 +492,11 @@ fn every_demo_finding_s_cpus_are_drawn_as_its_sentence_says() {
 #[test]
 fn an_uneven_spread_opens_on_the_time_it_held() {
     let (mut app, snaps) = lab("examples/demo.lbs");
-    let (i, f) = snaps
-        .iter()
-        .enumerate()
-        .find_map(|(i, s)| {
-            s.findings
-                .iter()
-                .find(|f| {
-                    f.kind.name() == "uneven_spread" && f.evidence["held_ms"].as_u64() > Some(0)
-                })
-                .map(|f| (i, f.clone()))
-        })
-        .expect("the demo has an uneven spread");
+    let (f, span) = open_first(&mut app, &snaps, |f| {
+        f.kind.name() == "uneven_spread" && f.evidence["held_ms"].as_u64() > Some(0)
+    });
     let held = f.evidence["held_ms"].as_u64().unwrap() * 1_000_000;
-    app.set_cursor(Some(i));
-    app.view = View::Findings;
-    let rows = views::finding_rows(&app).1;
-    let sel = rows
-        .iter()
-        .position(|r| r.kind == "uneven_spread" && r.span_ns.1 == f.t_ns)
-        .unwrap();
-    assert_eq!(rows[sel].span_ns, (f.t_ns - held, f.t_ns));
-    for _ in 0..sel {
-        app.handle(Action::Down);
-    }
-    app.handle(Action::Enter);
+    assert_eq!(span, (f.t_ns - held, f.t_ns));
     let all = render(&app, 100, 30).join("\n");
     assert!(all.contains("(= below: the time it held)"), "{all}");
     let ms = format!("({:.1} ms)", held as f64 / 1e6);
