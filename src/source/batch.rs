@@ -116,13 +116,6 @@ impl BatchPool {
             None => Vec::with_capacity(cap),
         }
     }
-
-    /// Drops every vector handed back, on the caller's thread: for a source that does not
-    /// reuse them (its batches come allocated).
-    pub fn release(&self) {
-        let spare = std::mem::take(&mut *self.spare.lock().unwrap_or_else(PoisonError::into_inner));
-        drop(spare);
-    }
 }
 
 #[cfg(test)]
@@ -179,7 +172,9 @@ mod tests {
             drop(Batch::pooled(events(3), &pool));
         }
         assert_eq!(pool.spare.lock().unwrap().len(), SPARE);
-        pool.release();
+        for _ in 0..SPARE {
+            pool.take(0);
+        }
         assert!(pool.spare.lock().unwrap().is_empty());
         drop(Batch::pooled(Vec::with_capacity(POOLED + 1), &pool));
         assert!(
@@ -193,7 +188,9 @@ mod tests {
             1,
             "the pool's room is bounded in all"
         );
-        pool.release();
+        for _ in 0..SPARE {
+            pool.take(0);
+        }
         drop(Batch::new(events(3)));
         assert!(pool.spare.lock().unwrap().is_empty());
         assert_eq!(
