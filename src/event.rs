@@ -647,7 +647,7 @@ mod tests {
 
     /// An event is half a cache line: the live pipeline moves every one through its merge
     /// queues and batches, and padding 64-byte events to 128 cost `top` a fifth to a half
-    /// more CPU per context switch of the load (README, TUI cost). The kinds that come by the
+    /// more CPU per context switch of the load (tests/bench/HISTORY.md). The kinds that come by the
     /// hundred thousand a second stay inline; the rare and bulky ones are boxed.
     #[test]
     fn an_event_is_half_a_cache_line() {

@@ -112,7 +112,7 @@ pub const FOLD_PERIOD_NS: u64 = 100_000_000;
 /// (plus the merge's hold-back) after it ends. Each drain wakes both threads, and the
 /// analyzer then starts on caches the traced load emptied since the last one: at a 1 s
 /// interval, draining every 500 ms instead of 250 cut `top`'s time per context switch of the
-/// load by about 5% (README, TUI cost).
+/// load by about 5% (tests/bench/HISTORY.md).
 pub fn drain_period(interval_ns: u64) -> Duration {
     Duration::from_nanos((interval_ns / 2).clamp(100_000_000, 500_000_000))
 }
@@ -127,7 +127,7 @@ impl Default for LiveConfig {
             // Runs that close intervals drain at `drain_period` of theirs; the rest (a
             // recording) every 250 ms. Each drain costs the consumer a wakeup and caches gone
             // cold: at 85 thousand events a second, `top` took 1.14-1.27% of a core draining
-            // every 100 ms and 1.00-1.17% every 250 ms (README, TUI cost).
+            // every 100 ms and 1.00-1.17% every 250 ms (tests/bench/HISTORY.md).
             poll_interval: Duration::from_millis(250),
             pretend_missing: std::env::var("LBSCOPE_PRETEND_MISSING")
                 .map(|s| s.split(',').map(str::to_string).collect())
