@@ -17,6 +17,7 @@ pub mod output;
 pub mod pipeline;
 pub mod reason;
 pub mod record;
+pub mod reorder;
 pub mod schedstat;
 pub mod selfcost;
 pub mod source;

@@ -2,7 +2,8 @@
 //! set against the model's and the stack-derived migration reasons.
 //!
 //! [`Validator`] sees every event of a run (the pipeline's tee), puts them back in timestamp
-//! order (the balancer's ring buffer and the tracepoints' one deliver independently), folds
+//! order (the balancer's ring buffer and the tracepoints' one deliver independently; the
+//! same [`Reorder`] as a recording's reader, over a longer window and by stamp), folds
 //! them into its own [`Model`] and, at each busiest-group search the kernel reported, asks the
 //! model the same question from the same CPU, domain and idle type: is the domain balanced,
 //! and if not, which migration type ([`scores`] says what a constant answer would score
@@ -19,6 +20,7 @@
 use crate::event::{Balance, CpuIdleType, Event, EventKind, MigrationType};
 use crate::model::stats::Decision;
 use crate::model::{BalancePass, GroupStats, Model, ModelConfig};
+use crate::reorder::Reorder;
 use crate::topology::Topology;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -41,10 +43,6 @@ pub use scores::{BinaryScores, TypeCount, TypeScores};
 /// whose balancer records came 3 s late judged them against a state 3 s on with a 2 s window:
 /// 504 late events, LLC kappa 0.70 against 0.95-0.99 in the runs before).
 pub const REORDER_WINDOW_NS: u64 = 8_000_000_000;
-
-/// Events held for ordering at most; past it the older half is folded early (and any later
-/// event older than those counts as late).
-const MAX_PENDING: usize = 1 << 20;
 
 /// The model against the kernel at one domain level.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -256,10 +254,11 @@ pub struct Validator {
     open: VecDeque<OpenSearch>,
     /// Answered searches held until the CPUs they read made their next records.
     stalls: stall::StallWatch<Answered>,
-    /// Events waiting to be put in order.
-    pending: Vec<Event>,
-    /// The newest timestamp seen, and the newest folded.
-    newest_ns: u64,
+    /// Events waiting to be put in order (by their stamps, over [`REORDER_WINDOW_NS`]), and
+    /// those it released, to be folded.
+    order: Reorder,
+    ready: Vec<Event>,
+    /// The newest timestamp folded.
     folded_ns: u64,
     out: Validation,
 }
@@ -277,8 +276,8 @@ impl Validator {
             pairing: ReasonPairing::default(),
             open: VecDeque::new(),
             stalls: stall::StallWatch::default(),
-            pending: Vec::new(),
-            newest_ns: 0,
+            order: Reorder::by_stamp(REORDER_WINDOW_NS),
+            ready: Vec::new(),
             folded_ns: 0,
             out,
         }
@@ -286,31 +285,22 @@ impl Validator {
 
     /// Takes a batch of events in delivery order.
     pub fn push(&mut self, batch: &[Event]) {
+        let mut ready = std::mem::take(&mut self.ready);
         for e in batch {
-            self.newest_ns = self.newest_ns.max(e.ts_ns);
+            self.order.push(e.clone(), &mut ready);
         }
-        self.pending.extend_from_slice(batch);
-        let cut = self.newest_ns.saturating_sub(REORDER_WINDOW_NS);
-        let full = self.pending.len() > MAX_PENDING;
-        if full || self.pending.first().is_some_and(|e| e.ts_ns <= cut) {
-            self.pending.sort_by_key(|e| e.ts_ns);
-            let n = if full {
-                self.pending.len() / 2
-            } else {
-                self.pending.partition_point(|e| e.ts_ns <= cut)
-            };
-            let ready: Vec<Event> = self.pending.drain(..n).collect();
-            for e in &ready {
-                self.fold(e);
-            }
+        for e in ready.drain(..) {
+            self.fold(&e);
         }
+        self.ready = ready;
     }
 
     /// Folds what is left and returns the figures.
     pub fn finish(mut self) -> Validation {
-        self.pending.sort_by_key(|e| e.ts_ns);
-        for e in std::mem::take(&mut self.pending) {
-            self.fold(&e);
+        let mut ready = std::mem::take(&mut self.ready);
+        self.order.finish(&mut ready);
+        for e in &ready {
+            self.fold(e);
         }
         self.close_searches(u64::MAX);
         for (a, stalled) in self.stalls.finish() {

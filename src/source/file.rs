@@ -3,7 +3,7 @@
 //! pipeline as live ones.
 
 use crate::record::{Damage, Reader};
-use crate::source::reorder::{Reorder, REORDER_NS};
+use crate::reorder::{Reorder, REORDER_NS};
 use crate::source::{Batch, BatchPool, SourceMsg};
 use std::sync::mpsc::SyncSender;
 use std::thread::JoinHandle;

@@ -7,7 +7,6 @@ pub mod cgroup2;
 pub mod file;
 #[cfg(feature = "bpf")]
 pub mod live;
-pub mod reorder;
 pub mod synthetic;
 
 pub use batch::{Batch, BatchPool, CHUNK};

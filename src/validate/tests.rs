@@ -149,6 +149,23 @@ fn moved(ts: u64, cpu: u32, pid: Pid, src: u32, dst: u32, reason: Reason) -> Eve
     e
 }
 
+/// A recording's reader puts an RT call's record at the call's return, after the moves it
+/// made; validation puts it back at its stamp (the call's entry) and pairs them.
+#[test]
+fn an_rt_call_delivered_after_its_moves_still_pairs_with_them() {
+    use crate::event::RtFunc;
+    let topo = Topology::synthetic_flat(4);
+    let events = vec![
+        moved(1_100, 1, 10, 1, 2, Reason::RtPushPull),
+        moved(1_300, 1, 11, 1, 3, Reason::RtPushPull),
+        rt_call(1_000, 1, RtFunc::Push, 1, 500),
+    ];
+    let v = validate(&topo, config(), &events);
+    assert_eq!(v.reasons.matched_rt, 2);
+    assert_eq!(v.reasons.agreeing, 2);
+    assert_eq!(v.late, 0, "within the window: put in place, not late");
+}
+
 #[test]
 fn migrations_inside_rt_push_and_pull_calls_pair_as_rt_push_pull() {
     use crate::event::RtFunc;

@@ -11,11 +11,15 @@
 //!
 //! [`Reorder`] holds events for a window of event time and releases them in time order
 //! (events of equal time in delivery order, so a task's name still precedes its first event).
-//! A record the kernel makes when a call returns but stamps with its entry (a balancer call, an RT push or pull)
-//! is ordered at its return, where it was made: after the searches made inside it, which the
-//! analysis pairs with it.
+//! A recording's reader ([`Reorder::new`]) orders a record the kernel makes when a call
+//! returns but stamps with its entry (a balancer call, an RT push or pull) at its return,
+//! where it was made: after the searches made inside it, which the analysis pairs with it.
+//! Validation ([`Reorder::by_stamp`], over a longer window) orders every event by its stamp:
+//! it pairs a migration made inside an RT call with the call, which must come first.
 //! An event later than the window is released where it stands, as before. Memory: the
 //! window's events, at most [`MAX_HELD`].
+//!
+//! Pure: no I/O or clock; the file source and validation share it.
 
 use crate::event::{Event, EventKind};
 use std::collections::VecDeque;
@@ -35,27 +39,44 @@ fn order_ns(e: &Event) -> u64 {
     }
 }
 
+/// An event's stamp, whatever its kind.
+fn stamp_ns(e: &Event) -> u64 {
+    e.ts_ns
+}
+
 /// A window of events kept in time order, each with its place in the order (computed once).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Reorder {
     held: VecDeque<(u64, Event)>,
     newest: u64,
     window_ns: u64,
+    /// Where an event goes in the order.
+    place: fn(&Event) -> u64,
 }
 
 impl Reorder {
-    /// Holds events for `window_ns` of event time.
+    /// Holds events for `window_ns` of event time; a call's record goes at its return.
     pub fn new(window_ns: u64) -> Reorder {
+        Reorder::placing(window_ns, order_ns)
+    }
+
+    /// Holds events for `window_ns` of event time, each placed by its stamp.
+    pub fn by_stamp(window_ns: u64) -> Reorder {
+        Reorder::placing(window_ns, stamp_ns)
+    }
+
+    fn placing(window_ns: u64, place: fn(&Event) -> u64) -> Reorder {
         Reorder {
             held: VecDeque::new(),
             newest: 0,
             window_ns,
+            place,
         }
     }
 
     /// Takes one event and appends to `out` those now older than the window.
     pub fn push(&mut self, e: Event, out: &mut Vec<Event>) {
-        let t = order_ns(&e);
+        let t = (self.place)(&e);
         // `newest`, the latest place seen, is at least the last held one's.
         if t >= self.newest {
             self.held.push_back((t, e));
@@ -121,6 +142,44 @@ mod tests {
                 (6, 1),
                 (7, 0)
             ]
+        );
+    }
+
+    /// An RT call stamped at its entry (100) and returning at 150, delivered after a move at
+    /// 120 made inside it: a recording's reader places it at its return, validation at its
+    /// stamp.
+    #[test]
+    fn a_call_s_record_goes_at_its_return_or_at_its_stamp() {
+        let call = Event {
+            ts_ns: 100,
+            cpu: 0,
+            kind: EventKind::RtCall(Box::new(crate::event::RtCall {
+                func: crate::event::RtFunc::Push,
+                rq_cpu: 0,
+                len_ns: 50,
+            })),
+        };
+        let order = |mut r: Reorder| {
+            let mut out = Vec::new();
+            for e in [
+                Event::clock_at(120, 0),
+                call.clone(),
+                Event::clock_at(130, 1),
+            ] {
+                r.push(e, &mut out);
+            }
+            r.finish(&mut out);
+            out.iter()
+                .map(|e| (e.ts_ns, matches!(e.kind, EventKind::RtCall(_))))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            order(Reorder::new(1_000)),
+            [(120, false), (130, false), (100, true)]
+        );
+        assert_eq!(
+            order(Reorder::by_stamp(1_000)),
+            [(100, true), (120, false), (130, false)]
         );
     }
 
