@@ -34,6 +34,25 @@ impl Event {
             kind: EventKind::Clock,
         }
     }
+
+    /// An RT push or pull call's record on `cpu`, stamped at its entry `ts_ns`.
+    pub(crate) fn rt_call_at(
+        ts_ns: u64,
+        cpu: u32,
+        func: RtFunc,
+        rq_cpu: u32,
+        len_ns: u32,
+    ) -> Event {
+        Event {
+            ts_ns,
+            cpu,
+            kind: EventKind::RtCall(Box::new(RtCall {
+                func,
+                rq_cpu,
+                len_ns,
+            })),
+        }
+    }
 }
 
 /// Why a task changed CPU: the JSON names are a stable contract.

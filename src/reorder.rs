@@ -150,15 +150,7 @@ mod tests {
     /// stamp.
     #[test]
     fn a_call_s_record_goes_at_its_return_or_at_its_stamp() {
-        let call = Event {
-            ts_ns: 100,
-            cpu: 0,
-            kind: EventKind::RtCall(Box::new(crate::event::RtCall {
-                func: crate::event::RtFunc::Push,
-                rq_cpu: 0,
-                len_ns: 50,
-            })),
-        };
+        let call = Event::rt_call_at(100, 0, crate::event::RtFunc::Push, 0, 50);
         let order = |mut r: Reorder| {
             let mut out = Vec::new();
             for e in [

@@ -127,18 +127,6 @@ fn pairs_by_pid_and_time() {
     assert_eq!(r.pairs["newidle_balance/periodic_or_nohz"], 1);
 }
 
-fn rt_call(ts: u64, cpu: u32, func: crate::event::RtFunc, rq_cpu: u32, len_ns: u32) -> Event {
-    Event {
-        ts_ns: ts,
-        cpu,
-        kind: EventKind::RtCall(Box::new(crate::event::RtCall {
-            func,
-            rq_cpu,
-            len_ns,
-        })),
-    }
-}
-
 /// A migration of `pid` from `src` to `dst` made on `cpu`.
 fn moved(ts: u64, cpu: u32, pid: Pid, src: u32, dst: u32, reason: Reason) -> Event {
     let mut e = migrate(ts, pid, reason);
@@ -158,7 +146,7 @@ fn an_rt_call_delivered_after_its_moves_still_pairs_with_them() {
     let events = vec![
         moved(1_100, 1, 10, 1, 2, Reason::RtPushPull),
         moved(1_300, 1, 11, 1, 3, Reason::RtPushPull),
-        rt_call(1_000, 1, RtFunc::Push, 1, 500),
+        Event::rt_call_at(1_000, 1, RtFunc::Push, 1, 500),
     ];
     let v = validate(&topo, config(), &events);
     assert_eq!(v.reasons.matched_rt, 2);
@@ -173,14 +161,14 @@ fn migrations_inside_rt_push_and_pull_calls_pair_as_rt_push_pull() {
     let events = vec![
         // A push from CPU 1's run queue, run on CPU 1: its move agrees, a wakeup's move
         // into CPU 1 meanwhile (made on CPU 1 too) is not the push's.
-        rt_call(1_000, 1, RtFunc::Push, 1, 500),
+        Event::rt_call_at(1_000, 1, RtFunc::Push, 1, 500),
         moved(1_100, 1, 10, 1, 2, Reason::RtPushPull),
         moved(1_200, 1, 11, 3, 1, Reason::Wakeup),
         // A pull into CPU 0 whose move the stack table calls a wakeup: a disagreement.
-        rt_call(2_000, 0, RtFunc::Pull, 0, 500),
+        Event::rt_call_at(2_000, 0, RtFunc::Pull, 0, 500),
         moved(2_100, 0, 12, 3, 0, Reason::Wakeup),
         // The irq work on CPU 2 pushing its own run queue's task.
-        rt_call(3_000, 2, RtFunc::PushIrqWork, 2, 500),
+        Event::rt_call_at(3_000, 2, RtFunc::PushIrqWork, 2, 500),
         moved(3_200, 2, 13, 2, 0, Reason::RtPushPull),
         // After the call returned: not paired.
         moved(3_600, 2, 14, 2, 0, Reason::RtPushPull),

@@ -485,15 +485,7 @@ fn reader_and_writer_can_move_to_threads() {
 
 #[test]
 fn an_unknown_rt_function_code_is_refused() {
-    let e = Event {
-        ts_ns: 5,
-        cpu: 1,
-        kind: EventKind::RtCall(Box::new(crate::event::RtCall {
-            func: crate::event::RtFunc::PushIrqWork,
-            rq_cpu: 1,
-            len_ns: 10,
-        })),
-    };
+    let e = Event::rt_call_at(5, 1, crate::event::RtFunc::PushIrqWork, 1, 10);
     let mut raw = Vec::new();
     codec::encode_event(&mut raw, 5, &e);
     // tag, ts delta 0, cpu 1, then the function's code.

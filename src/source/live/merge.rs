@@ -210,32 +210,20 @@ mod tests {
         v.iter().map(|e| (e.ts_ns, e.cpu)).collect()
     }
 
+    /// Clock events at these (time, CPU) pairs: what `times` reads back.
+    fn clocks(at: &[(u64, u32)]) -> Vec<Event> {
+        at.iter().map(|&(t, c)| Event::clock_at(t, c)).collect()
+    }
+
     /// Two CPUs' runs arriving one after the other leave interleaved by time, only up to the
     /// watermark; the rest leaves at the next release, and a straggler counts as late.
     #[test]
     fn runs_of_two_cpus_leave_in_time_order_up_to_the_watermark() {
         let mut m = Merge::new(2, 2);
-        push(
-            &mut m,
-            0,
-            vec![
-                Event::clock_at(10, 0),
-                Event::clock_at(30, 0),
-                Event::clock_at(50, 0),
-                Event::clock_at(70, 0),
-            ],
-        );
-        push(
-            &mut m,
-            0,
-            vec![
-                Event::clock_at(20, 1),
-                Event::clock_at(40, 1),
-                Event::clock_at(60, 1),
-            ],
-        );
-        push(&mut m, 1, vec![Event::clock_at(35, 1)]);
-        m.push_own(&mut vec![Event::clock_at(45, 0)]);
+        push(&mut m, 0, clocks(&[(10, 0), (30, 0), (50, 0), (70, 0)]));
+        push(&mut m, 0, clocks(&[(20, 1), (40, 1), (60, 1)]));
+        push(&mut m, 1, clocks(&[(35, 1)]));
+        m.push_own(&mut clocks(&[(45, 0)]));
         let mut out = Vec::new();
         assert!(m.release(50, &mut out, usize::MAX));
         assert_eq!(
@@ -269,16 +257,8 @@ mod tests {
     #[test]
     fn ties_and_out_of_range_cpus_keep_arrival_order() {
         let mut m = Merge::new(1, 2);
-        push(
-            &mut m,
-            0,
-            vec![
-                Event::clock_at(5, 1),
-                Event::clock_at(5, 7),
-                Event::clock_at(6, 1),
-            ],
-        );
-        push(&mut m, 0, vec![Event::clock_at(5, 0)]);
+        push(&mut m, 0, clocks(&[(5, 1), (5, 7), (6, 1)]));
+        push(&mut m, 0, clocks(&[(5, 0)]));
         let mut out = Vec::new();
         m.release(10, &mut out, usize::MAX);
         assert_eq!(times(&out), [(5, 0), (5, 1), (5, 7), (6, 1)]);
@@ -343,7 +323,7 @@ mod tests {
                         .collect();
                     push(m, 0, evs);
                 }
-                m.push_own(&mut vec![Event::clock_at(100, 0), Event::clock_at(200, 0)]);
+                m.push_own(&mut clocks(&[(100, 0), (200, 0)]));
             };
             let (mut whole, mut parts) = (Merge::new(1, cpus), Merge::new(1, cpus));
             fill(&mut whole);
