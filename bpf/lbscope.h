@@ -285,13 +285,16 @@ struct lbs_hist {
 /* A process's folded run-queue latency, filled by every CPU: one atomic add per sample, at
  * bucket fine + slot (a sample's log-linear bucket plus its runqlat slot). Both only grow with
  * the latency, so each sum names one (bucket, slot) pair, which user space splits back into
- * the two histograms of struct lbs_hist: one cache line touched where two were. */
+ * the two histograms of struct lbs_hist: one cache line touched where two were. The counts
+ * are 32-bit: an entry holds one flush period's samples (100 ms) before it is taken out, and
+ * each flush copies every process's entry out of the kernel, so half the bytes are half that
+ * copy (2.2 KiB a process, not 4.4). */
 #define LBS_PROC_BUCKETS (LBS_FINE_LEN + LBS_LOG2_SLOTS)
 
 struct lbs_proc_hist {
 	__u64 min_ns;
 	__u64 max_ns;
-	__u64 bucket[LBS_PROC_BUCKETS];
+	__u32 bucket[LBS_PROC_BUCKETS];
 };
 
 /* The fold's control word, written by user space only: the bank being filled, and the

@@ -174,10 +174,13 @@ impl LatHist {
     /// Whether a histogram folded in the kernel may be added: its slots and buckets fit and
     /// each sums to its count (a damaged or crafted recording cannot corrupt the figures).
     pub fn folded_ok(f: &crate::event::FoldedHist) -> bool {
+        // Summed in 128 bits, which a few hundred 64-bit counts cannot overflow: one add and
+        // carry a counter, no branch (a folded flush checks every process's ten times a second).
+        let sums_to = |c: &[u64]| c.iter().map(|n| u128::from(*n)).sum::<u128>() == f.count.into();
         f.log2.len() <= LOG2_SLOTS
             && f.fine.len() <= FINE_LEN
-            && f.log2.iter().try_fold(0u64, |a, c| a.checked_add(*c)) == Some(f.count)
-            && f.fine.iter().try_fold(0u64, |a, c| a.checked_add(*c)) == Some(f.count)
+            && sums_to(&f.log2)
+            && sums_to(&f.fine)
             && (f.count == 0 || f.min_ns <= f.max_ns)
     }
 

@@ -27,8 +27,8 @@ use std::sync::OnceLock;
 /// The slots are the analyzer's; the fine buckets stop at the kernel's cap (LBS_FINE_LEN).
 const HIST_WORDS: usize = 3 + LOG2_SLOTS + FINE_LEN;
 const FINE_LEN: usize = 528;
-/// Counters in one `struct lbs_proc_hist`: min, max, the summed buckets.
-const PROC_WORDS: usize = 2 + PROC_BUCKETS;
+/// Bytes in one `struct lbs_proc_hist`: min and max (64-bit), the summed buckets (32-bit).
+const PROC_BYTES: usize = 16 + 4 * PROC_BUCKETS;
 const PROC_BUCKETS: usize = FINE_LEN + LOG2_SLOTS;
 
 /// The kernel's fine bucket of a latency (capped at its last one, LBS_FINE_LEN - 1).
@@ -40,8 +40,8 @@ fn kernel_fine(ns: u64) -> usize {
 /// latency grows, its fine bucket and its slot never fall and at each step one rises: along
 /// that path their sum is new at every step. Every pair on it starts at a fine bucket's lower
 /// bound or at a slot's (2^s us), so those values name them all.
-fn proc_pairs() -> &'static [Option<(usize, usize)>; PROC_BUCKETS] {
-    static PAIRS: OnceLock<[Option<(usize, usize)>; PROC_BUCKETS]> = OnceLock::new();
+fn proc_pairs() -> &'static [Option<(u16, u8)>; PROC_BUCKETS] {
+    static PAIRS: OnceLock<[Option<(u16, u8)>; PROC_BUCKETS]> = OnceLock::new();
     PAIRS.get_or_init(|| {
         let mut pairs = [None; PROC_BUCKETS];
         let fine_lows = (0..FINE_LEN).map(|i| fine_bounds(i).0);
@@ -49,14 +49,15 @@ fn proc_pairs() -> &'static [Option<(usize, usize)>; PROC_BUCKETS] {
         for ns in fine_lows.chain(slot_lows) {
             let (i, s) = (kernel_fine(ns), log2_slot(ns / 1000));
             if let Some(p) = pairs.get_mut(i + s) {
-                *p = Some((i, s));
+                // FINE_LEN and LOG2_SLOTS fit (compile-time checks below).
+                *p = Some((i as u16, s as u8));
             }
         }
         pairs
     })
 }
 
-/// Processes read and deleted by one batch syscall. Its buffer (140 KiB, kept between
+/// Processes read and deleted by one batch syscall. Its buffer (70 KiB, kept between
 /// flushes) grows with it. A hash map's batch takes whole buckets and fails on one
 /// larger than this: with these maps' 1,024 buckets it does not happen, and the entries one
 /// leaves are taken one at a time.
@@ -173,30 +174,34 @@ fn parse_hist(b: &[u8]) -> Option<FoldedHist> {
 /// never fall (see [`proc_pairs`]), so the last non-empty one names both vectors' lengths and
 /// each count lands in place: no scratch arrays to zero, no trailing zeros to trim.
 fn parse_proc_hist(b: &[u8]) -> Option<FoldedHist> {
-    let b = b.get(..PROC_WORDS * 8)?;
-    let word = |k: usize| u64::from_ne_bytes(b[k * 8..k * 8 + 8].try_into().unwrap_or([0; 8]));
-    let pairs = proc_pairs();
-    let (last, (i_last, s_last)) = (0..PROC_BUCKETS)
-        .rev()
-        .find_map(|k| pairs[k].filter(|_| word(2 + k) != 0).map(|p| (k, p)))?;
-    let (mut log2, mut fine) = (vec![0u64; s_last + 1], vec![0u64; i_last + 1]);
-    let mut count = 0;
-    for (k, p) in pairs[..=last].iter().enumerate() {
-        let n = word(2 + k);
+    let b = b.get(..PROC_BYTES)?;
+    let (head, buckets) = b.split_at(16);
+    let word = |k: usize| u64::from_ne_bytes(head[k * 8..k * 8 + 8].try_into().unwrap_or([0; 8]));
+    let count = |c: &[u8]| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
+    let summed = || buckets.chunks_exact(4).zip(proc_pairs().iter());
+    let last = summed().rposition(|(c, p)| p.is_some() && count(c) != 0)?;
+    let (i_last, s_last) = proc_pairs()[last]?;
+    let mut fine = vec![0u64; usize::from(i_last) + 1];
+    let mut log2 = vec![0u64; usize::from(s_last) + 1];
+    let mut total = 0;
+    for (c, p) in summed().take(last + 1) {
+        let n = u64::from(count(c));
         if let Some((i, s)) = p.filter(|_| n != 0) {
-            fine[i] += n;
-            log2[s] += n;
-            count += n;
+            fine[usize::from(i)] += n;
+            log2[usize::from(s)] += n;
+            total += n;
         }
     }
     Some(FoldedHist {
-        count,
+        count: total,
         min_ns: word(0),
         max_ns: word(1),
         log2,
         fine,
     })
 }
+
+const _: () = assert!(FINE_LEN <= u16::MAX as usize && LOG2_SLOTS <= u8::MAX as usize);
 
 /// Reads and clears one bank of the per-CPU and the per-process histograms.
 fn read_bank(
@@ -266,8 +271,21 @@ mod tests {
     fn proc_layout_matches_the_bpf_struct() {
         assert_eq!(
             std::mem::size_of::<super::super::skel::types::lbs_proc_hist>(),
-            PROC_WORDS * 8
+            PROC_BYTES
         );
+    }
+
+    /// A `struct lbs_proc_hist`'s bytes: min, max, the summed buckets.
+    fn proc_bytes(min_ns: u64, max_ns: u64, buckets: &[u32]) -> Vec<u8> {
+        assert_eq!(buckets.len(), PROC_BUCKETS);
+        let head = [min_ns, max_ns].into_iter().flat_map(u64::to_ne_bytes);
+        head.chain(buckets.iter().flat_map(|c| c.to_ne_bytes()))
+            .collect()
+    }
+
+    /// The (fine bucket, slot) pair of a summed bucket, as indices.
+    fn pair(k: usize) -> Option<(usize, usize)> {
+        proc_pairs()[k].map(|(i, s)| (usize::from(i), usize::from(s)))
     }
 
     /// The kernel's summed bucket of a latency (bpf/lbscope.bpf.c, `proc_hist_add`).
@@ -297,7 +315,7 @@ mod tests {
             let k = summed(ns);
             assert!(k < PROC_BUCKETS, "{ns} ns");
             assert_eq!(
-                proc_pairs()[k],
+                pair(k),
                 Some((kernel_fine(ns), log2_slot(ns / 1000))),
                 "{ns} ns"
             );
@@ -309,12 +327,11 @@ mod tests {
         let samples = [
             300u64, 1_999, 2_000, 2_047, 2_048, 2_100, 70_000, 70_000, 5_000_000,
         ];
-        let mut w = vec![0u64; PROC_WORDS];
-        (w[0], w[1]) = (300, 5_000_000);
+        let mut w = vec![0u32; PROC_BUCKETS];
         for ns in samples {
-            w[2 + summed(ns)] += 1;
+            w[summed(ns)] += 1;
         }
-        let b: Vec<u8> = w.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let b = proc_bytes(300, 5_000_000, &w);
         let h = parse_proc_hist(&b).unwrap();
         assert_eq!((h.count, h.min_ns, h.max_ns), (9, 300, 5_000_000));
         let mut log2 = vec![0u64; LOG2_SLOTS];
@@ -327,10 +344,7 @@ mod tests {
         assert_eq!(h.fine[..], fine[..h.fine.len()]);
         assert!(log2[h.log2.len()..].iter().all(|n| *n == 0));
         assert!(fine[h.fine.len()..].iter().all(|n| *n == 0));
-        assert!(
-            parse_proc_hist(&vec![0u8; PROC_WORDS * 8]).is_none(),
-            "empty"
-        );
+        assert!(parse_proc_hist(&vec![0u8; PROC_BYTES]).is_none(), "empty");
         assert!(parse_proc_hist(&b[..16]).is_none(), "short");
     }
 
@@ -347,28 +361,34 @@ mod tests {
             x
         };
         for round in 0..500 {
-            let mut w = vec![0u64; PROC_WORDS];
-            (w[0], w[1]) = (next() % 1000, next());
+            let mut w = vec![0u32; PROC_BUCKETS];
+            let (min_ns, max_ns) = (next() % 1000, next());
             let filled = 1 + next() as usize % if round % 2 == 0 { 8 } else { 400 };
             for _ in 0..filled {
                 let k = next() as usize % PROC_BUCKETS;
-                if proc_pairs()[k].is_some() {
-                    w[2 + k] += 1 + next() % 1_000_000;
+                if pair(k).is_some() {
+                    // Counts up to the 32-bit cap: their sums must not wrap.
+                    let n = if round % 5 == 0 {
+                        u32::MAX
+                    } else {
+                        1 + (next() % 1_000_000) as u32
+                    };
+                    w[k] = w[k].saturating_add(n);
                 }
             }
-            let b: Vec<u8> = w.iter().flat_map(|v| v.to_ne_bytes()).collect();
+            let b = proc_bytes(min_ns, max_ns, &w);
             let (mut log2, mut fine) = ([0u64; LOG2_SLOTS], [0u64; FINE_LEN]);
-            for (k, n) in w[2..].iter().enumerate() {
-                if let Some((i, s)) = proc_pairs()[k] {
-                    fine[i] += n;
-                    log2[s] += n;
+            for (k, n) in w.iter().enumerate() {
+                if let Some((i, s)) = pair(k) {
+                    fine[i] += u64::from(*n);
+                    log2[s] += u64::from(*n);
                 }
             }
             let count: u64 = fine.iter().sum();
             let want = (count > 0).then(|| FoldedHist {
                 count,
-                min_ns: w[0],
-                max_ns: w[1],
+                min_ns,
+                max_ns,
                 log2: trimmed(&log2),
                 fine: trimmed(&fine),
             });
