@@ -176,11 +176,13 @@ fn parse_hist(b: &[u8]) -> Option<FoldedHist> {
 fn parse_proc_hist(b: &[u8]) -> Option<FoldedHist> {
     let b = b.get(..PROC_BYTES)?;
     let (head, buckets) = b.split_at(16);
-    let word = |k: usize| u64::from_ne_bytes(head[k * 8..k * 8 + 8].try_into().unwrap_or([0; 8]));
+    let mut head = words(head, 2)?;
+    let (min_ns, max_ns) = (head.next()?, head.next()?);
     let count = |c: &[u8]| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
-    let summed = || buckets.chunks_exact(4).zip(proc_pairs().iter());
+    let pairs = proc_pairs();
+    let summed = || buckets.chunks_exact(4).zip(pairs.iter());
     let last = summed().rposition(|(c, p)| p.is_some() && count(c) != 0)?;
-    let (i_last, s_last) = proc_pairs()[last]?;
+    let (i_last, s_last) = pairs[last]?;
     let mut fine = vec![0u64; usize::from(i_last) + 1];
     let mut log2 = vec![0u64; usize::from(s_last) + 1];
     let mut total = 0;
@@ -194,8 +196,8 @@ fn parse_proc_hist(b: &[u8]) -> Option<FoldedHist> {
     }
     Some(FoldedHist {
         count: total,
-        min_ns: word(0),
-        max_ns: word(1),
+        min_ns,
+        max_ns,
         log2,
         fine,
     })
