@@ -503,6 +503,41 @@ fn an_uneven_spread_opens_on_the_time_it_held() {
     assert!(all.contains(&ms), "{ms}: {all}");
 }
 
+/// A round trip's rule names what moved the task: "the balancer" only when both moves were
+/// the balancer's; a balancer move undone by a wakeup names both reasons instead (the model
+/// finds round trips in any two moves, and the demo holds both kinds).
+#[test]
+fn a_round_trip_s_rule_names_what_moved_the_task() {
+    for (first, second, balancer) in [
+        ("periodic_balance", "periodic_balance", true),
+        ("periodic_balance", "wakeup", false),
+    ] {
+        let (mut app, snaps) = lab("examples/demo.lbs");
+        let (f, _) = open_first(&mut app, &snaps, |f| {
+            f.kind.name() == "ping_pong"
+                && f.evidence["first_reason"] == first
+                && f.evidence["second_reason"] == second
+        });
+        for (w, h) in SIZES {
+            let all = render(&app, w, h).join(" ");
+            // Wrapped lines joined: compare the words.
+            let words = all.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert_eq!(
+                words.contains("rule: a task the balancer moves stays moved"),
+                balancer,
+                "{}: {words}",
+                f.text
+            );
+            let named = if balancer {
+                format!("(by {first}, then {second})")
+            } else {
+                format!("went A -> B ({first}) -> A ({second})")
+            };
+            assert!(words.contains(&named), "{named}: {words}");
+        }
+    }
+}
+
 fn views_lines(app: &App, e: &super::timeline::Explain, base: u64) -> Vec<String> {
     let (end, cell) = views::explain_window(e, 100);
     views::explain_lines(app.timeline.as_ref(), e, (end - 100 * cell, end), base)

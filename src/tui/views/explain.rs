@@ -28,6 +28,36 @@ pub fn rule(kind: &str) -> &'static str {
     }
 }
 
+/// The rule line for `fr`: [`rule`], except that a round trip names what moved the task.
+/// The model finds a ping_pong in any two moves (wakeup placements too), so the rule says
+/// "the balancer" only when both moves were the balancer's, and otherwise names the reasons.
+pub fn rule_for(fr: &crate::tui::state::FindingRow) -> String {
+    if fr.kind != "ping_pong" {
+        return rule(&fr.kind).to_string();
+    }
+    let reason = |key: &str| {
+        fr.evidence.iter().find_map(|l| {
+            let v = l.strip_prefix(key)?.strip_prefix(": ")?;
+            Some(v.trim_matches('"').to_string())
+        })
+    };
+    match (reason("first_reason"), reason("second_reason")) {
+        (Some(a), Some(b)) if is_balancer_reason(&a) && is_balancer_reason(&b) => {
+            format!("{} (by {a}, then {b})", rule(&fr.kind))
+        }
+        (Some(a), Some(b)) => format!(
+            "a task moved off a CPU is not moved back within the ping-pong window, whatever moves it; this one went A -> B ({a}) -> A ({b}) within it"
+        ),
+        _ => rule(&fr.kind).to_string(),
+    }
+}
+
+fn is_balancer_reason(name: &str) -> bool {
+    crate::event::Reason::ALL
+        .iter()
+        .any(|r| r.is_balancer() && r.name() == name)
+}
+
 /// What the underline below the grid names.
 fn stretch_name(kind: &str) -> &'static str {
     match kind {
@@ -214,7 +244,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
             format!("{} {}: {}", fr.kind, fr.place, fr.summary),
             pal.title(),
         ),
-        Line::raw(format!("rule: {}", rule(&fr.kind))),
+        Line::raw(format!("rule: {}", rule_for(fr))),
     ];
     f.render_widget(Paragraph::new(head_lines).wrap(Wrap { trim: false }), head);
     let mut g = Vec::new();
