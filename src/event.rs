@@ -406,11 +406,13 @@ impl<'de> Deserialize<'de> for OptU32 {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fold {
     /// Samples of tasks that started to run on each CPU (CPUs without samples left out).
-    pub by_cpu: Vec<(u32, FoldedHist)>,
+    pub by_cpu: FoldedSet,
     /// The same samples by process (thread-group id). Processes past the kernel table's
     /// room are in `by_cpu` only.
-    pub by_tgid: Vec<(Pid, FoldedHist)>,
+    pub by_tgid: FoldedSet,
 }
+
+pub use crate::foldset::{FoldedRef, FoldedSet};
 
 /// One latency histogram as the kernel folds it, in the analyzer's own buckets: runqlat's
 /// log2 microsecond slots and the log-linear nanosecond buckets, trailing zeros dropped,

@@ -11,6 +11,7 @@ pub mod cpuset;
 pub mod diff;
 pub mod event;
 pub mod flight;
+pub mod foldset;
 pub(crate) mod idhash;
 pub mod model;
 pub mod output;

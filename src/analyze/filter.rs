@@ -22,6 +22,12 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// Whether every task passes (no `-p`, `--comm` or `--cgroup`): then what a task is
+    /// need not be looked up to filter it.
+    pub fn matches_every_task(&self) -> bool {
+        self.tgid.is_none() && self.comm.is_none() && self.cgroup.is_none()
+    }
+
     /// Whether a task passes the `-p`, `--comm` and `--cgroup` parts. `tgid`, `comm` and
     /// `cgroup` (its cgroup's path) are what the analyzer knows of the task (`None` = not
     /// seen yet); an unknown task does not match a filter that needs the unknown fact, except

@@ -46,18 +46,24 @@ impl Analyzer {
         let filter = &self.config.filter;
         // Per-CPU histograms are taken as they are whatever the task filter: with `-p` the
         // kernel side keeps only that process's samples; a histogram cannot be split by task.
-        for (cpu, fh) in &f.by_cpu {
+        for (cpu, fh) in f.by_cpu.iter() {
             if !LatHist::folded_ok(fh) {
                 self.dropped_folds += 1;
-            } else if filter.matches_cpu(*cpu) {
-                self.latency.merge_cpu(*cpu, fh);
+            } else if filter.matches_cpu(cpu) {
+                self.latency.merge_cpu(cpu, fh);
             }
         }
         self.folds += 1;
         // Per-process histograms span every CPU: `--cpus` cannot narrow them.
-        for (tgid, fh) in &f.by_tgid {
+        let every_task = filter.matches_every_task();
+        for (tgid, fh) in f.by_tgid.iter() {
             if !LatHist::folded_ok(fh) {
                 self.dropped_folds += 1;
+                continue;
+            }
+            // A process already named this interval, with no task filter: nothing to look
+            // up (a thousand processes' identities cost more than their histograms).
+            if every_task && self.latency.merge_named_process(tgid, fh) {
                 continue;
             }
             // The leader's name (an exited leader's within its grace, as the task filter
@@ -67,19 +73,19 @@ impl Analyzer {
                 &self.names,
                 &self.exited,
                 self.now,
-                *tgid,
+                tgid,
             );
-            let gone = self.fold_exited.get(tgid).map(|(w, _)| w);
+            let gone = self.fold_exited.get(&tgid).map(|(w, _)| w);
             let comm = who
                 .comm
                 .or_else(|| gone.and_then(|w| w.comm.as_deref()))
-                .or_else(|| self.thread_names.get(tgid).map(String::as_str));
+                .or_else(|| self.thread_names.get(&tgid).map(String::as_str));
             let cgroup = who
                 .cgroup
                 .or_else(|| gone.and_then(|w| w.cgroup))
                 .and_then(|c| self.cgroups.path(c));
-            if filter.matches_task(*tgid, Some(*tgid), comm, cgroup) {
-                self.latency.merge_process(*tgid, fh, comm);
+            if filter.matches_task(tgid, Some(tgid), comm, cgroup) {
+                self.latency.merge_process(tgid, fh, comm);
             }
         }
         // This Fold was the second since those exits: their samples are all in.

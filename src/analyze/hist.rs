@@ -173,27 +173,33 @@ impl LatHist {
 
     /// Whether a histogram folded in the kernel may be added: its slots and buckets fit and
     /// each sums to its count (a damaged or crafted recording cannot corrupt the figures).
-    pub fn folded_ok(f: &crate::event::FoldedHist) -> bool {
-        // Summed in 128 bits, which a few hundred 64-bit counts cannot overflow: one add and
-        // carry a counter, no branch (a folded flush checks every process's ten times a second).
-        let sums_to = |c: &[u64]| c.iter().map(|n| u128::from(*n)).sum::<u128>() == f.count.into();
+    pub fn folded_ok(f: crate::event::FoldedRef<'_>) -> bool {
+        // Exact for any counts: the high and the low 32 bits of the counters are summed apart
+        // (the lengths are checked first: a sum of at most FINE_LEN 32-bit halves fits 64
+        // bits), in two plain loops the compiler turns into vector adds; a folded flush checks
+        // every process's ten times a second, and one 128-bit sum's carry chain cost more.
+        let sums_to = |c: &[u64]| {
+            let lo: u64 = c.iter().map(|n| n & u64::from(u32::MAX)).sum();
+            let hi: u64 = c.iter().map(|n| n >> 32).sum();
+            (u128::from(hi) << 32) + u128::from(lo) == u128::from(f.count)
+        };
         f.log2.len() <= LOG2_SLOTS
             && f.fine.len() <= FINE_LEN
-            && sums_to(&f.log2)
-            && sums_to(&f.fine)
+            && sums_to(f.log2)
+            && sums_to(f.fine)
             && (f.count == 0 || f.min_ns <= f.max_ns)
     }
 
     /// Adds a histogram folded in the kernel, one that [`LatHist::folded_ok`] passed, counter
     /// by counter (no histogram is built for it).
-    pub fn add_folded(&mut self, f: &crate::event::FoldedHist) {
+    pub fn add_folded(&mut self, f: crate::event::FoldedRef<'_>) {
         debug_assert!(Self::folded_ok(f));
         if f.count == 0 {
             return;
         }
         self.min_ns = self.min_ns.min(f.min_ns);
         self.max_ns = self.max_ns.max(f.max_ns);
-        for (which, counts) in [(Counters::Log2, &f.log2), (Counters::Fine, &f.fine)] {
+        for (which, counts) in [(Counters::Log2, f.log2), (Counters::Fine, f.fine)] {
             for (i, c) in counts.iter().enumerate().filter(|(_, c)| **c != 0) {
                 self.add(which, i, *c);
             }
@@ -204,8 +210,8 @@ impl LatHist {
     #[cfg(test)]
     pub fn from_folded(f: &crate::event::FoldedHist) -> Option<LatHist> {
         let mut h = LatHist::default();
-        Self::folded_ok(f).then(|| {
-            h.add_folded(f);
+        Self::folded_ok(f.as_ref()).then(|| {
+            h.add_folded(f.as_ref());
             h
         })
     }
@@ -366,12 +372,33 @@ mod tests {
         let mut merged = a.clone();
         merged.merge(&b);
         let f = b.to_folded();
-        assert!(LatHist::folded_ok(&f));
-        a.add_folded(&f);
+        assert!(LatHist::folded_ok(f.as_ref()));
+        a.add_folded(f.as_ref());
         assert_eq!(a.to_folded(), merged.to_folded());
         assert_eq!((a.min_ns, a.max_ns), (7, 3_000_000_000));
-        a.add_folded(&LatHist::default().to_folded());
+        a.add_folded(LatHist::default().to_folded().as_ref());
         assert_eq!(a.to_folded(), merged.to_folded());
+    }
+
+    /// The check is exact at the 64-bit edges: counts that sum to the count pass, counts
+    /// whose sum wraps to it (2^64 + c) do not.
+    #[test]
+    fn folded_check_is_exact_past_64_bits() {
+        let h = |count, log2: &[u64], fine: &[u64]| crate::event::FoldedHist {
+            count,
+            min_ns: 1,
+            max_ns: 2,
+            log2: log2.to_vec(),
+            fine: fine.to_vec(),
+        };
+        let ok = |f: crate::event::FoldedHist| LatHist::folded_ok(f.as_ref());
+        assert!(ok(h(u64::MAX, &[u64::MAX - 1, 1], &[u64::MAX])));
+        assert!(!ok(h(0, &[u64::MAX, 1], &[0])), "wraps to 0");
+        assert!(!ok(h(1, &[u64::MAX, 2], &[1])), "wraps to 1");
+        let full = vec![u64::MAX; FINE_LEN];
+        assert!(!ok(h(u64::MAX, &[u64::MAX], &full)));
+        assert!(ok(h(3, &[1, 2], &[0, 3])));
+        assert!(!ok(h(3, &[1, 2], &[0, 2])));
     }
 
     #[test]

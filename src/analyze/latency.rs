@@ -23,7 +23,7 @@ use super::filter::Filter;
 use super::hist::LatHist;
 use super::snapshot::{CgroupLatency, CpuLatency, DomainLatency, ProcessLatency};
 use crate::cpuset::MAX_CPUS;
-use crate::event::FoldedHist;
+use crate::event::FoldedRef;
 use crate::idhash::IdMap;
 use crate::topology::Topology;
 
@@ -196,7 +196,7 @@ impl LatencyCollector {
     /// Adds a histogram of samples (folded in the kernel, passed by [`LatHist::folded_ok`]) of
     /// tasks that started running on `cpu`; it counts in the global and per-domain figures
     /// like recorded samples.
-    pub fn merge_cpu(&mut self, cpu: u32, h: &FoldedHist) {
+    pub fn merge_cpu(&mut self, cpu: u32, h: FoldedRef<'_>) {
         self.cpu_slot(cpu);
         match self.by_cpu.get_mut(cpu as usize) {
             Some(c) => c.add_folded(h),
@@ -217,7 +217,7 @@ impl LatencyCollector {
     /// the tasks of process `tgid`, named `leader_comm` (its leader's name, when known). The
     /// same samples must also reach [`LatencyCollector::merge_cpu`]: this one feeds only the
     /// per-process figures.
-    pub fn merge_process(&mut self, tgid: u32, h: &FoldedHist, leader_comm: Option<&str>) {
+    pub fn merge_process(&mut self, tgid: u32, h: FoldedRef<'_>, leader_comm: Option<&str>) {
         let slot = proc_slot(
             &mut self.by_proc,
             &mut self.no_proc,
@@ -232,6 +232,19 @@ impl LatencyCollector {
             }
         }
         self.proc_hists[slot.index as usize].add_folded(h);
+    }
+
+    /// Adds `h` as [`LatencyCollector::merge_process`] would, when process `tgid` has its
+    /// figures this interval already, named by its leader: no name is needed then. `false`,
+    /// with nothing added, otherwise.
+    pub fn merge_named_process(&mut self, tgid: u32, h: FoldedRef<'_>) -> bool {
+        match self.by_proc.get(&tgid) {
+            Some(s) if s.leader_comm => {
+                self.proc_hists[s.index as usize].add_folded(h);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Process `tgid`'s leader took the name `comm` (exec): its figures are named so from

@@ -8,6 +8,7 @@ use crate::event::{Fold, FoldedHist};
 use std::collections::BTreeMap;
 
 fn fold(ts: u64, by_cpu: Vec<(u32, FoldedHist)>, by_tgid: Vec<(Pid, FoldedHist)>) -> Event {
+    let (by_cpu, by_tgid) = (by_cpu.into_iter().collect(), by_tgid.into_iter().collect());
     ev(ts, 0, EventKind::Fold(Box::new(Fold { by_cpu, by_tgid })))
 }
 

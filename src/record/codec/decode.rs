@@ -371,7 +371,7 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
             EventKind::Schedstat(Box::new(SchedstatText { end, read_ns, text }))
         }
         K_FOLD => {
-            let mut parts = [Vec::new(), Vec::new()];
+            let mut parts = [FoldedSet::default(), FoldedSet::default()];
             for part in parts.iter_mut() {
                 // Each entry takes at least 6 bytes (id, count, min, max, two lengths).
                 let n = c.varint()?;
@@ -379,7 +379,8 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
                     return bad(format!("fold of {n} histograms exceeds its chunk"));
                 }
                 for _ in 0..n {
-                    part.push((c.u32()?, folded(c)?));
+                    let id = c.u32()?;
+                    part.push(id, folded(c)?.as_ref());
                 }
             }
             let [by_cpu, by_tgid] = parts;

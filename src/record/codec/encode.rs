@@ -236,8 +236,8 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
         EventKind::Fold(f) => {
             for part in [&f.by_cpu, &f.by_tgid] {
                 put_varint(out, part.len() as u64);
-                for (id, h) in part {
-                    v(out, *id);
+                for (id, h) in part.iter() {
+                    v(out, id);
                     put_folded(out, h);
                 }
             }
@@ -245,11 +245,11 @@ pub(in crate::record) fn encode_event(out: &mut Vec<u8>, prev_ts: u64, e: &Event
     }
 }
 
-fn put_folded(out: &mut Vec<u8>, h: &FoldedHist) {
+fn put_folded(out: &mut Vec<u8>, h: FoldedRef<'_>) {
     put_varint(out, h.count);
     put_varint(out, h.min_ns);
     put_varint(out, h.max_ns);
-    for counts in [&h.log2, &h.fine] {
+    for counts in [h.log2, h.fine] {
         put_varint(out, counts.len() as u64);
         for c in counts {
             put_varint(out, *c);

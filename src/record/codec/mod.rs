@@ -14,8 +14,8 @@
 use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::event::{
     Balance, BalanceCall, BalanceOrigin, CpuIdleType, Event, EventKind, Fold, FoldedHist,
-    MigrateContext, MigrationType, NumaOp, OptU32, Reason, ReasonSource, RtCall, RtFunc,
-    SchedstatText,
+    FoldedRef, FoldedSet, MigrateContext, MigrationType, NumaOp, OptU32, Reason, ReasonSource,
+    RtCall, RtFunc, SchedstatText,
 };
 
 /// The fewest bytes an encoded event takes: kind, timestamp delta and CPU, one byte each.

@@ -165,8 +165,12 @@ fn edge_events() -> Vec<Event> {
                     log2: vec![u64::MAX, 0, 1],
                     fine: vec![],
                 },
-            )],
-            by_tgid: vec![(0, Default::default()), (7, Default::default())],
+            )]
+            .into_iter()
+            .collect(),
+            by_tgid: [(0, Default::default()), (7, Default::default())]
+                .into_iter()
+                .collect(),
         })),
         EventKind::Task(Box::new(crate::event::TaskInfo {
             pid: m,

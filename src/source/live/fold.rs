@@ -19,7 +19,7 @@
 use super::mapio;
 use super::skel::LbscopeSkel;
 use crate::analyze::{fine_bounds, fine_index, log2_slot, LOG2_SLOTS};
-use crate::event::{Event, EventKind, Fold, FoldedHist};
+use crate::event::{Event, EventKind, Fold, FoldedSet};
 use libbpf_rs::{MapCore, MapFlags};
 use std::sync::OnceLock;
 
@@ -144,63 +144,73 @@ fn words(b: &[u8], n: usize) -> Option<impl Iterator<Item = u64> + '_> {
     )
 }
 
-/// `s` without its trailing zeros.
-fn trimmed(s: &[u64]) -> Vec<u64> {
-    s[..s.iter().rposition(|c| *c != 0).map_or(0, |i| i + 1)].to_vec()
+/// The length of `s` without its trailing zeros.
+fn trimmed_len(s: &[u64]) -> usize {
+    s.iter().rposition(|c| *c != 0).map_or(0, |i| i + 1)
 }
 
-/// One `struct lbs_hist` (a CPU's) from its bytes; `None` for an empty one or a size mismatch.
-fn parse_hist(b: &[u8]) -> Option<FoldedHist> {
-    let mut w = words(b, HIST_WORDS)?;
-    let (count, min_ns, max_ns) = (w.next()?, w.next()?, w.next()?);
+/// One `struct lbs_hist` (a CPU's) from its bytes, added to `set` under `id`; nothing for an
+/// empty one or a size mismatch.
+fn parse_hist(b: &[u8], id: u32, set: &mut FoldedSet) {
+    let Some(mut w) = words(b, HIST_WORDS) else {
+        return;
+    };
+    let (Some(count), Some(min_ns), Some(max_ns)) = (w.next(), w.next(), w.next()) else {
+        return;
+    };
     if count == 0 {
-        return None;
+        return;
     }
     let mut log2 = [0u64; LOG2_SLOTS];
     log2.iter_mut().zip(&mut w).for_each(|(s, n)| *s = n);
     let mut fine = [0u64; FINE_LEN];
     fine.iter_mut().zip(w).for_each(|(s, n)| *s = n);
-    Some(FoldedHist {
-        count,
-        min_ns,
-        max_ns,
-        log2: trimmed(&log2),
-        fine: trimmed(&fine),
-    })
+    let (l, f) = (trimmed_len(&log2), trimmed_len(&fine));
+    set.push_with(id, min_ns, max_ns, l, f, |ls, fs| {
+        ls.copy_from_slice(&log2[..l]);
+        fs.copy_from_slice(&fine[..f]);
+        count
+    });
 }
 
-/// One `struct lbs_proc_hist` from its bytes, split into a [`FoldedHist`]; `None` for an
-/// empty one or a size mismatch. Along the summed buckets a latency's fine bucket and slot
-/// never fall (see [`proc_pairs`]), so the last non-empty one names both vectors' lengths and
-/// each count lands in place: no scratch arrays to zero, no trailing zeros to trim.
-fn parse_proc_hist(b: &[u8]) -> Option<FoldedHist> {
-    let b = b.get(..PROC_BYTES)?;
+/// One `struct lbs_proc_hist` from its bytes, split and added to `set` under `id`; nothing
+/// for an empty one or a size mismatch. Along the summed buckets a latency's fine bucket and
+/// slot never fall (see [`proc_pairs`]), so the last non-empty one names both lengths and
+/// each count lands in place, in the set's arena: no vector of its own, no trailing zeros to
+/// trim.
+fn parse_proc_hist(b: &[u8], id: u32, set: &mut FoldedSet) {
+    let Some(b) = b.get(..PROC_BYTES) else {
+        return;
+    };
     let (head, buckets) = b.split_at(16);
-    let mut head = words(head, 2)?;
-    let (min_ns, max_ns) = (head.next()?, head.next()?);
+    let Some(mut head) = words(head, 2) else {
+        return;
+    };
+    let (Some(min_ns), Some(max_ns)) = (head.next(), head.next()) else {
+        return;
+    };
     let count = |c: &[u8]| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
     let pairs = proc_pairs();
     let summed = || buckets.chunks_exact(4).zip(pairs.iter());
-    let last = summed().rposition(|(c, p)| p.is_some() && count(c) != 0)?;
-    let (i_last, s_last) = pairs[last]?;
-    let mut fine = vec![0u64; usize::from(i_last) + 1];
-    let mut log2 = vec![0u64; usize::from(s_last) + 1];
-    let mut total = 0;
-    for (c, p) in summed().take(last + 1) {
-        let n = u64::from(count(c));
-        if let Some((i, s)) = p.filter(|_| n != 0) {
-            fine[usize::from(i)] += n;
-            log2[usize::from(s)] += n;
-            total += n;
+    let Some(last) = summed().rposition(|(c, p)| p.is_some() && count(c) != 0) else {
+        return;
+    };
+    let Some((i_last, s_last)) = pairs[last] else {
+        return;
+    };
+    let (fine_len, log2_len) = (usize::from(i_last) + 1, usize::from(s_last) + 1);
+    set.push_with(id, min_ns, max_ns, log2_len, fine_len, |log2, fine| {
+        let mut total = 0;
+        for (c, p) in summed().take(last + 1) {
+            let n = u64::from(count(c));
+            if let Some((i, s)) = p.filter(|_| n != 0) {
+                fine[usize::from(i)] += n;
+                log2[usize::from(s)] += n;
+                total += n;
+            }
         }
-    }
-    Some(FoldedHist {
-        count: total,
-        min_ns,
-        max_ns,
-        log2,
-        fine,
-    })
+        total
+    });
 }
 
 const _: () = assert!(FINE_LEN <= u16::MAX as usize && LOG2_SLOTS <= u8::MAX as usize);
@@ -218,9 +228,7 @@ fn read_bank(
     let (mut cpus, mut len) = (0, 0);
     let _ = bufs.lookup_percpu(cpu_hist, &key, |cpu, b| {
         (cpus, len) = (cpu + 1, b.len());
-        if let Some(h) = parse_hist(b) {
-            fold.by_cpu.push((cpu as u32, h));
-        }
+        parse_hist(b, cpu as u32, &mut fold.by_cpu);
     });
     // Only a bank that was found holds a CPU's histogram.
     if !fold.by_cpu.is_empty() {
@@ -237,8 +245,8 @@ fn read_bank(
     // No program writes into a retired bank: deleting its entries as they are read races
     // with nothing.
     let mut take = |k: &[u8], v: &[u8]| {
-        if let (Ok(tgid), Some(h)) = (k.try_into().map(u32::from_ne_bytes), parse_proc_hist(v)) {
-            fold.by_tgid.push((tgid, h));
+        if let Ok(tgid) = k.try_into().map(u32::from_ne_bytes) {
+            parse_proc_hist(v, tgid, &mut fold.by_tgid);
         }
     };
     // Batch after batch from the first bucket to the last; an error (ENOSPC: a bucket with
@@ -253,13 +261,30 @@ fn read_bank(
         }
         let _ = procs.delete(&k);
     }
-    fold.by_tgid.sort_unstable_by_key(|(t, _)| *t);
+    fold.by_tgid.sort_by_id();
     fold
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::FoldedHist;
+
+    /// What a parse adds to an empty set, if anything (one histogram at most).
+    fn parsed(parse: fn(&[u8], u32, &mut FoldedSet), b: &[u8]) -> Option<FoldedHist> {
+        let mut set = FoldedSet::default();
+        parse(b, 7, &mut set);
+        assert!(set.len() <= 1);
+        let h = set.iter().next().map(|(id, h)| {
+            assert_eq!(id, 7);
+            h.to_hist()
+        });
+        h
+    }
+
+    fn trimmed(s: &[u64]) -> Vec<u64> {
+        s[..trimmed_len(s)].to_vec()
+    }
 
     #[test]
     fn layout_matches_the_bpf_struct() {
@@ -334,7 +359,7 @@ mod tests {
             w[summed(ns)] += 1;
         }
         let b = proc_bytes(300, 5_000_000, &w);
-        let h = parse_proc_hist(&b).unwrap();
+        let h = parsed(parse_proc_hist, &b).unwrap();
         assert_eq!((h.count, h.min_ns, h.max_ns), (9, 300, 5_000_000));
         let mut log2 = vec![0u64; LOG2_SLOTS];
         let mut fine = vec![0u64; FINE_LEN];
@@ -346,8 +371,11 @@ mod tests {
         assert_eq!(h.fine[..], fine[..h.fine.len()]);
         assert!(log2[h.log2.len()..].iter().all(|n| *n == 0));
         assert!(fine[h.fine.len()..].iter().all(|n| *n == 0));
-        assert!(parse_proc_hist(&vec![0u8; PROC_BYTES]).is_none(), "empty");
-        assert!(parse_proc_hist(&b[..16]).is_none(), "short");
+        assert!(
+            parsed(parse_proc_hist, &vec![0u8; PROC_BYTES]).is_none(),
+            "empty"
+        );
+        assert!(parsed(parse_proc_hist, &b[..16]).is_none(), "short");
     }
 
     /// Over many sparse histograms (a few to a few hundred non-empty summed buckets, counts
@@ -394,7 +422,7 @@ mod tests {
                 log2: trimmed(&log2),
                 fine: trimmed(&fine),
             });
-            assert_eq!(parse_proc_hist(&b), want, "round {round}");
+            assert_eq!(parsed(parse_proc_hist, &b), want, "round {round}");
         }
     }
 
@@ -409,11 +437,14 @@ mod tests {
         w[3 + LOG2_SLOTS + 10] = 2;
         w[3 + LOG2_SLOTS + 200] = 1;
         let b: Vec<u8> = w.iter().flat_map(|v| v.to_ne_bytes()).collect();
-        let h = parse_hist(&b).unwrap();
+        let h = parsed(parse_hist, &b).unwrap();
         assert_eq!((h.count, h.min_ns, h.max_ns), (3, 10, 5_000));
         assert_eq!(h.log2, vec![2, 0, 1]);
         assert_eq!(h.fine.len(), 201);
-        assert!(parse_hist(&vec![0u8; HIST_WORDS * 8]).is_none(), "empty");
-        assert!(parse_hist(&b[..16]).is_none(), "short");
+        assert!(
+            parsed(parse_hist, &vec![0u8; HIST_WORDS * 8]).is_none(),
+            "empty"
+        );
+        assert!(parsed(parse_hist, &b[..16]).is_none(), "short");
     }
 }
