@@ -75,6 +75,8 @@ pub(super) struct Folder {
     zeros: Vec<Vec<u8>>,
     /// What the maps are read into.
     bufs: mapio::Buffers,
+    /// The last flush's per-process histograms and counters: the next one's room.
+    room: (usize, usize),
 }
 
 impl Folder {
@@ -88,6 +90,7 @@ impl Folder {
             epoch: 0,
             zeros: Vec::new(),
             bufs: mapio::Buffers::default(),
+            room: (0, 0),
         }
     }
 
@@ -99,7 +102,8 @@ impl Folder {
     /// Reads and clears the retired bank, then makes it the filling one; appends the Fold.
     pub(super) fn flush(&mut self, skel: &LbscopeSkel<'_>, now: u64, out: &mut Vec<Event>) {
         let retired = 1 - self.filling;
-        let fold = read_bank(skel, retired, &mut self.zeros, &mut self.bufs);
+        let fold = read_bank(skel, retired, &mut self.zeros, &mut self.bufs, self.room);
+        self.room = (fold.by_tgid.len(), fold.by_tgid.counters());
         self.epoch = self.epoch.wrapping_add(1);
         set_filling(skel, retired, self.epoch);
         self.filling = retired;
@@ -112,7 +116,13 @@ impl Folder {
         self.flush(skel, now, out);
         // Handlers run for microseconds: one already past its bank lookup has finished.
         std::thread::sleep(std::time::Duration::from_millis(2));
-        let fold = read_bank(skel, 1 - self.filling, &mut self.zeros, &mut self.bufs);
+        let fold = read_bank(
+            skel,
+            1 - self.filling,
+            &mut self.zeros,
+            &mut self.bufs,
+            self.room,
+        );
         out.push(fold_event(now, fold));
     }
 }
@@ -215,14 +225,19 @@ fn parse_proc_hist(b: &[u8], id: u32, set: &mut FoldedSet) {
 
 const _: () = assert!(FINE_LEN <= u16::MAX as usize && LOG2_SLOTS <= u8::MAX as usize);
 
-/// Reads and clears one bank of the per-CPU and the per-process histograms.
+/// Reads and clears one bank of the per-CPU and the per-process histograms; `room` (the
+/// last flush's processes and counters, an eighth more) is made for the processes first.
 fn read_bank(
     skel: &LbscopeSkel<'_>,
     bank: u32,
     zeros: &mut Vec<Vec<u8>>,
     bufs: &mut mapio::Buffers,
+    (hists, counters): (usize, usize),
 ) -> Fold {
-    let mut fold = Fold::default();
+    let mut fold = Fold {
+        by_cpu: Default::default(),
+        by_tgid: FoldedSet::with_capacity(hists + hists / 8, counters + counters / 8),
+    };
     let key = bank.to_ne_bytes();
     let cpu_hist = &skel.maps.cpu_hist;
     let (mut cpus, mut len) = (0, 0);
