@@ -32,30 +32,28 @@ pub fn rule(kind: &str) -> &'static str {
 /// The model finds a ping_pong in any two moves (wakeup placements too), so the rule says
 /// "the balancer" only when both moves were the balancer's, and otherwise names the reasons.
 pub fn rule_for(fr: &crate::tui::state::FindingRow) -> String {
+    use crate::event::Reason;
     if fr.kind != "ping_pong" {
         return rule(&fr.kind).to_string();
     }
+    // An evidence line is `key: value`, the value as JSON: a reason reads back as itself.
     let reason = |key: &str| {
         fr.evidence.iter().find_map(|l| {
             let v = l.strip_prefix(key)?.strip_prefix(": ")?;
-            Some(v.trim_matches('"').to_string())
+            serde_json::from_str::<Reason>(v).ok()
         })
     };
     match (reason("first_reason"), reason("second_reason")) {
-        (Some(a), Some(b)) if is_balancer_reason(&a) && is_balancer_reason(&b) => {
-            format!("{} (by {a}, then {b})", rule(&fr.kind))
+        (Some(a), Some(b)) if a.is_balancer() && b.is_balancer() => {
+            format!("{} (by {}, then {})", rule(&fr.kind), a.name(), b.name())
         }
         (Some(a), Some(b)) => format!(
-            "a task moved off a CPU is not moved back within the ping-pong window, whatever moves it; this one went A -> B ({a}) -> A ({b}) within it"
+            "a task moved off a CPU is not moved back within the ping-pong window, whatever moves it; this one went A -> B ({}) -> A ({}) within it",
+            a.name(),
+            b.name()
         ),
         _ => rule(&fr.kind).to_string(),
     }
-}
-
-fn is_balancer_reason(name: &str) -> bool {
-    crate::event::Reason::ALL
-        .iter()
-        .any(|r| r.is_balancer() && r.name() == name)
 }
 
 /// What the underline below the grid names.
