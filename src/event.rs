@@ -412,7 +412,7 @@ pub struct Fold {
     pub by_tgid: FoldedSet,
 }
 
-pub use crate::foldset::{FoldedRef, FoldedSet};
+pub use crate::foldset::{Bucket, FoldedRef, FoldedSet};
 
 /// One latency histogram as the kernel folds it, in the analyzer's own buckets: runqlat's
 /// log2 microsecond slots and the log-linear nanosecond buckets, trailing zeros dropped,

@@ -171,20 +171,18 @@ impl LatHist {
         self.add(Counters::Fine, fine_index(ns), 1);
     }
 
-    /// Whether a histogram folded in the kernel may be added: its slots and buckets fit and
-    /// each sums to its count (a damaged or crafted recording cannot corrupt the figures).
+    /// Whether a histogram folded in the kernel may be added: its slots and buckets fit, come
+    /// by rising index, and each list sums to its count, exactly (a damaged or crafted
+    /// recording cannot corrupt the figures).
     pub fn folded_ok(f: crate::event::FoldedRef<'_>) -> bool {
-        // Exact for any counts: the high and the low 32 bits of the counters are summed apart
-        // (the lengths are checked first: a sum of at most FINE_LEN 32-bit halves fits 64
-        // bits), in two plain loops the compiler turns into vector adds; a folded flush checks
-        // every process's ten times a second, and one 128-bit sum's carry chain cost more.
-        let sums_to = |c: &[u64]| {
-            let lo: u64 = c.iter().map(|n| n & u64::from(u32::MAX)).sum();
-            let hi: u64 = c.iter().map(|n| n >> 32).sum();
-            (u128::from(hi) << 32) + u128::from(lo) == u128::from(f.count)
+        let fits = |b: &[crate::event::Bucket], len: usize| {
+            b.windows(2).all(|w| w[0].i < w[1].i) && b.last().is_none_or(|l| (l.i as usize) < len)
         };
-        f.log2.len() <= LOG2_SLOTS
-            && f.fine.len() <= FINE_LEN
+        let sums_to = |b: &[crate::event::Bucket]| {
+            b.iter().map(|b| u128::from(b.n)).sum::<u128>() == u128::from(f.count)
+        };
+        fits(f.log2, LOG2_SLOTS)
+            && fits(f.fine, FINE_LEN)
             && sums_to(f.log2)
             && sums_to(f.fine)
             && (f.count == 0 || f.min_ns <= f.max_ns)
@@ -200,8 +198,8 @@ impl LatHist {
         self.min_ns = self.min_ns.min(f.min_ns);
         self.max_ns = self.max_ns.max(f.max_ns);
         for (which, counts) in [(Counters::Log2, f.log2), (Counters::Fine, f.fine)] {
-            for (i, c) in counts.iter().enumerate().filter(|(_, c)| **c != 0) {
-                self.add(which, i, *c);
+            for b in counts {
+                self.add(which, b.i as usize, b.n);
             }
         }
     }
@@ -210,9 +208,11 @@ impl LatHist {
     #[cfg(test)]
     pub fn from_folded(f: &crate::event::FoldedHist) -> Option<LatHist> {
         let mut h = LatHist::default();
-        Self::folded_ok(f.as_ref()).then(|| {
-            h.add_folded(f.as_ref());
-            h
+        f.with_ref(|r| {
+            Self::folded_ok(r).then(|| {
+                h.add_folded(r);
+                h
+            })
         })
     }
 
@@ -353,9 +353,19 @@ mod tests {
             LatHist::from_folded(&bad).is_none(),
             "count must be the sums"
         );
+        // One sample moved past the last slot: the sums still hold.
         let mut long = f;
+        let last = long.log2.len() - 1;
+        long.log2[last] -= 1;
         long.log2.resize(LOG2_SLOTS + 1, 0);
+        long.log2[LOG2_SLOTS] = 1;
         assert!(LatHist::from_folded(&long).is_none(), "too many slots");
+        let mut zeros = long.clone();
+        (zeros.log2[last], zeros.log2[LOG2_SLOTS]) = (zeros.log2[last] + 1, 0);
+        assert!(
+            LatHist::from_folded(&zeros).is_some(),
+            "zeros past the last slot hold nothing"
+        );
     }
 
     /// Adding a folded histogram onto a filled one is merging the histogram it folds: the
@@ -372,11 +382,11 @@ mod tests {
         let mut merged = a.clone();
         merged.merge(&b);
         let f = b.to_folded();
-        assert!(LatHist::folded_ok(f.as_ref()));
-        a.add_folded(f.as_ref());
+        assert!(f.with_ref(LatHist::folded_ok));
+        f.with_ref(|r| a.add_folded(r));
         assert_eq!(a.to_folded(), merged.to_folded());
         assert_eq!((a.min_ns, a.max_ns), (7, 3_000_000_000));
-        a.add_folded(LatHist::default().to_folded().as_ref());
+        LatHist::default().to_folded().with_ref(|r| a.add_folded(r));
         assert_eq!(a.to_folded(), merged.to_folded());
     }
 
@@ -391,7 +401,7 @@ mod tests {
             log2: log2.to_vec(),
             fine: fine.to_vec(),
         };
-        let ok = |f: crate::event::FoldedHist| LatHist::folded_ok(f.as_ref());
+        let ok = |f: crate::event::FoldedHist| f.with_ref(LatHist::folded_ok);
         assert!(ok(h(u64::MAX, &[u64::MAX - 1, 1], &[u64::MAX])));
         assert!(!ok(h(0, &[u64::MAX, 1], &[0])), "wraps to 0");
         assert!(!ok(h(1, &[u64::MAX, 2], &[1])), "wraps to 1");
@@ -399,6 +409,25 @@ mod tests {
         assert!(!ok(h(u64::MAX, &[u64::MAX], &full)));
         assert!(ok(h(3, &[1, 2], &[0, 3])));
         assert!(!ok(h(3, &[1, 2], &[0, 2])));
+        // Sparse counters must come by rising index, each once.
+        use crate::event::{Bucket, FoldedRef};
+        let b = |i, n| Bucket { i, n };
+        let r = |log2: &[Bucket]| {
+            LatHist::folded_ok(FoldedRef {
+                count: 3,
+                min_ns: 1,
+                max_ns: 2,
+                log2,
+                fine: &[b(4, 3)],
+            })
+        };
+        assert!(r(&[b(0, 1), b(1, 2)]));
+        assert!(!r(&[b(1, 2), b(0, 1)]), "falling");
+        assert!(!r(&[b(1, 1), b(1, 2)]), "repeated");
+        assert!(
+            !r(&[b(0, 1), b(LOG2_SLOTS as u32, 2)]),
+            "past the last slot"
+        );
     }
 
     #[test]

@@ -380,7 +380,7 @@ fn decode_one(c: &mut Cur<'_>, prev_ts: u64) -> Res<Event> {
                 }
                 for _ in 0..n {
                     let id = c.u32()?;
-                    part.push(id, folded(c)?.as_ref());
+                    part.push_hist(id, &folded(c)?);
                 }
             }
             let [by_cpu, by_tgid] = parts;

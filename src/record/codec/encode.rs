@@ -249,10 +249,16 @@ fn put_folded(out: &mut Vec<u8>, h: FoldedRef<'_>) {
     put_varint(out, h.count);
     put_varint(out, h.min_ns);
     put_varint(out, h.max_ns);
+    // Dense, zeros included up to the last counter that holds samples.
     for counts in [h.log2, h.fine] {
-        put_varint(out, counts.len() as u64);
-        for c in counts {
-            put_varint(out, *c);
+        let len = counts.last().map_or(0, |b| b.i as usize + 1);
+        put_varint(out, len as u64);
+        let mut next = counts.iter().peekable();
+        for i in 0..len {
+            match next.next_if(|b| b.i as usize == i) {
+                Some(b) => put_varint(out, b.n),
+                None => put_varint(out, 0),
+            }
         }
     }
 }

@@ -154,13 +154,8 @@ fn words(b: &[u8], n: usize) -> Option<impl Iterator<Item = u64> + '_> {
     )
 }
 
-/// The length of `s` without its trailing zeros.
-fn trimmed_len(s: &[u64]) -> usize {
-    s.iter().rposition(|c| *c != 0).map_or(0, |i| i + 1)
-}
-
-/// One `struct lbs_hist` (a CPU's) from its bytes, added to `set` under `id`; nothing for an
-/// empty one or a size mismatch.
+/// One `struct lbs_hist` (a CPU's) from its bytes, added to `set` under `id`, its zeros left
+/// out; nothing for an empty one or a size mismatch.
 fn parse_hist(b: &[u8], id: u32, set: &mut FoldedSet) {
     let Some(mut w) = words(b, HIST_WORDS) else {
         return;
@@ -171,23 +166,22 @@ fn parse_hist(b: &[u8], id: u32, set: &mut FoldedSet) {
     if count == 0 {
         return;
     }
-    let mut log2 = [0u64; LOG2_SLOTS];
-    log2.iter_mut().zip(&mut w).for_each(|(s, n)| *s = n);
-    let mut fine = [0u64; FINE_LEN];
-    fine.iter_mut().zip(w).for_each(|(s, n)| *s = n);
-    let (l, f) = (trimmed_len(&log2), trimmed_len(&fine));
-    set.push_with(id, min_ns, max_ns, l, f, |ls, fs| {
-        ls.copy_from_slice(&log2[..l]);
-        fs.copy_from_slice(&fine[..f]);
+    set.push_with(id, min_ns, max_ns, |f| {
+        for (i, n) in (0u32..).zip(w.by_ref().take(LOG2_SLOTS)) {
+            f.log2(i, n);
+        }
+        for (i, n) in (0u32..).zip(w) {
+            f.fine(i, n);
+        }
         count
     });
 }
 
 /// One `struct lbs_proc_hist` from its bytes, split and added to `set` under `id`; nothing
 /// for an empty one or a size mismatch. Along the summed buckets a latency's fine bucket and
-/// slot never fall (see [`proc_pairs`]), so the last non-empty one names both lengths and
-/// each count lands in place, in the set's arena: no vector of its own, no trailing zeros to
-/// trim.
+/// slot never fall (see [`proc_pairs`]), so each non-zero one adds to the pairs of its fine
+/// bucket and slot in rising order. A 100 ms period leaves a handful of a process's buckets
+/// non-zero: they are found a block of eight at a time, and only they are split.
 fn parse_proc_hist(b: &[u8], id: u32, set: &mut FoldedSet) {
     let Some(b) = b.get(..PROC_BYTES) else {
         return;
@@ -199,31 +193,40 @@ fn parse_proc_hist(b: &[u8], id: u32, set: &mut FoldedSet) {
     let (Some(min_ns), Some(max_ns)) = (head.next(), head.next()) else {
         return;
     };
-    let count = |c: &[u8]| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
     let pairs = proc_pairs();
-    let summed = || buckets.chunks_exact(4).zip(pairs.iter());
-    let Some(last) = summed().rposition(|(c, p)| p.is_some() && count(c) != 0) else {
-        return;
-    };
-    let Some((i_last, s_last)) = pairs[last] else {
-        return;
-    };
-    let (fine_len, log2_len) = (usize::from(i_last) + 1, usize::from(s_last) + 1);
-    set.push_with(id, min_ns, max_ns, log2_len, fine_len, |log2, fine| {
-        let mut total = 0;
-        for (c, p) in summed().take(last + 1) {
-            let n = u64::from(count(c));
-            if let Some((i, s)) = p.filter(|_| n != 0) {
-                fine[usize::from(i)] += n;
-                log2[usize::from(s)] += n;
+    let (before, mut total) = (set.len(), 0);
+    set.push_with(id, min_ns, max_ns, |f| {
+        let mut add = |k: usize, c: &[u8]| {
+            let n = u64::from(u32::from_ne_bytes([c[0], c[1], c[2], c[3]]));
+            if let Some((i, s)) = pairs[k].filter(|_| n != 0) {
+                f.fine(u32::from(i), n);
+                f.log2(u32::from(s), n);
                 total += n;
             }
+        };
+        let blocks = buckets.chunks_exact(32);
+        let tail = blocks.remainder();
+        for (j, block) in blocks.enumerate() {
+            let word = |o: usize| u64::from_ne_bytes(block[o..o + 8].try_into().unwrap_or([0; 8]));
+            if word(0) | word(8) | word(16) | word(24) != 0 {
+                for (k, c) in block.chunks_exact(4).enumerate() {
+                    add(j * 8 + k, c);
+                }
+            }
+        }
+        let base = PROC_BUCKETS - tail.len() / 4;
+        for (k, c) in tail.chunks_exact(4).enumerate() {
+            add(base + k, c);
         }
         total
     });
+    if total == 0 {
+        set.truncate(before);
+    }
 }
 
 const _: () = assert!(FINE_LEN <= u16::MAX as usize && LOG2_SLOTS <= u8::MAX as usize);
+const _: () = assert!(PROC_BYTES - 16 == 4 * PROC_BUCKETS);
 
 /// Reads and clears one bank of the per-CPU and the per-process histograms; `room` (the
 /// last flush's processes and counters, an eighth more) is made for the processes first.
@@ -298,7 +301,8 @@ mod tests {
     }
 
     fn trimmed(s: &[u64]) -> Vec<u64> {
-        s[..trimmed_len(s)].to_vec()
+        let len = s.iter().rposition(|c| *c != 0).map_or(0, |i| i + 1);
+        s[..len].to_vec()
     }
 
     #[test]
@@ -439,6 +443,30 @@ mod tests {
             });
             assert_eq!(parsed(parse_proc_hist, &b), want, "round {round}");
         }
+    }
+
+    /// Each summed bucket alone, the first and the last of every block of eight and the
+    /// two past the last block included, comes out as its own pair.
+    #[test]
+    fn every_process_bucket_alone_is_found() {
+        let mut found = 0;
+        for k in (0..PROC_BUCKETS).filter(|k| pair(*k).is_some()) {
+            let mut w = vec![0u32; PROC_BUCKETS];
+            w[k] = 3;
+            let h = parsed(parse_proc_hist, &proc_bytes(1, 2, &w)).unwrap();
+            let (i, s) = pair(k).unwrap();
+            assert_eq!(
+                (h.count, h.fine.len(), h.log2.len(), h.fine[i], h.log2[s]),
+                (3, i + 1, s + 1, 3, 3),
+                "bucket {k}"
+            );
+            found += 1;
+        }
+        assert!(
+            (PROC_BUCKETS / 8 * 8..PROC_BUCKETS).any(|k| pair(k).is_some()),
+            "the buckets past the last block hold a pair"
+        );
+        assert!(found > FINE_LEN, "{found} pairs");
     }
 
     #[test]
