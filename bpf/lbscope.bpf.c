@@ -71,7 +71,6 @@ struct lbs_rt_call _lbs_rt_call = {};
 struct lbs_search_rq _lbs_search_rq = {};
 struct lbs_hist _lbs_hist = {};
 struct lbs_proc_hist _lbs_proc_hist = {};
-struct lbs_proc_sparse _lbs_proc_sparse = {};
 struct lbs_fold_ctl _lbs_fold_ctl = {};
 enum lbs_kind _lbs_kind = 0;
 enum lbs_migrate_flags _lbs_migrate_flags = 0;
@@ -234,21 +233,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct lbs_proc_hist);
 } proc_hist1 SEC(".maps");
-
-/* The same, sparse (lbscope.h): where a process's samples go first. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, struct lbs_proc_sparse);
-} proc_sparse0 SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, struct lbs_proc_sparse);
-} proc_sparse1 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -716,54 +700,6 @@ static __always_inline void proc_hist_add(struct lbs_proc_hist *h, __u64 ns)
 	min_max(&h->min_ns, &h->max_ns, ns);
 }
 
-/* A zeroed sparse entry, the initial value of a process's. */
-struct lbs_proc_sparse empty_proc_sparse = {};
-
-/* Adds one sample to a process's sparse entry, which other CPUs add to at the same time: in
- * the slot that holds its summed bucket, else in a free one, claimed by compare and swap (a CPU
- * that loses the race to the same bucket adds there too). A bucket looks at LBS_PROC_PROBES
- * slots from the one its hash names, no more: a loop over every slot, each with its claim,
- * took a 6.1 verifier past its limit. False when those slots hold other buckets. */
-static __always_inline bool proc_sparse_add(struct lbs_proc_sparse *h, __u64 ns)
-{
-	__u32 k = fine_index(ns) + log2_slot(ns / 1000);
-	__u64 mine = (__u64)(k + 1) << 32;
-	__u32 at = (k * 0x9e3779b1u) >> (32 - LBS_PROC_SLOT_BITS);
-	__u64 cur;
-	__u32 j;
-	int p;
-
-#pragma unroll
-	for (p = 0; p < LBS_PROC_PROBES; p++) {
-		j = (at + p) & (LBS_PROC_SLOTS - 1);
-		cur = h->slot[j];
-		if (!cur) {
-			cur = __sync_val_compare_and_swap(&h->slot[j], 0, mine);
-			if (!cur)
-				cur = mine;
-		}
-		if ((cur >> 32) == (mine >> 32)) {
-			__sync_fetch_and_add(&h->slot[j], 1);
-			min_max(&h->min_ns, &h->max_ns, ns);
-			return true;
-		}
-	}
-	return false;
-}
-
-/* Adds one sample to the entry of `tgid` in a bank's sparse map, made at its first: false
- * when it did not take it (its slots full, or no room for the entry). */
-static __always_inline bool proc_sparse_sample(void *map, __u32 tgid, __u64 ns)
-{
-	struct lbs_proc_sparse *p = bpf_map_lookup_elem(map, &tgid);
-
-	if (!p) {
-		bpf_map_update_elem(map, &tgid, &empty_proc_sparse, BPF_NOEXIST);
-		p = bpf_map_lookup_elem(map, &tgid);
-	}
-	return p && proc_sparse_add(p, ns);
-}
-
 /* Adds one sample to the entry of `tgid` in a bank's per-process map, made at its first. */
 static __always_inline void proc_sample(void *map, __u32 tgid, __u64 ns)
 {
@@ -775,20 +711,6 @@ static __always_inline void proc_sample(void *map, __u32 tgid, __u64 ns)
 	}
 	if (p)
 		proc_hist_add(p, ns);
-}
-
-/* Adds one sample of `tgid` to `bank`'s per-process maps: its sparse entry, else its dense one.
- * A global function, which the verifier checks once: inlined, the slot loop was checked again
- * at every handler that folds, on every path to it, past a 6.1 verifier's limit. */
-__noinline int proc_fold(__u32 bank, __u32 tgid, __u64 ns)
-{
-	if (bank) {
-		if (!proc_sparse_sample(&proc_sparse1, tgid, ns))
-			proc_sample(&proc_hist1, tgid, ns);
-	} else if (!proc_sparse_sample(&proc_sparse0, tgid, ns)) {
-		proc_sample(&proc_hist0, tgid, ns);
-	}
-	return 0;
 }
 
 /* One run-queue latency sample of a task of `tgid` that starts running on this CPU, into
@@ -804,7 +726,10 @@ static __always_inline void fold_sample(__u32 bank, __u32 tgid, __u64 ns)
 	/* With one process folded, the per-CPU histograms are that process's. */
 	if (fold_tgid)
 		return;
-	proc_fold(key, tgid, ns);
+	if (key)
+		proc_sample(&proc_hist1, tgid, ns);
+	else
+		proc_sample(&proc_hist0, tgid, ns);
 }
 
 /* p became runnable at ts (woken, or preempted and still queued): runqlat's start time. */

@@ -286,34 +286,15 @@ struct lbs_hist {
  * bucket fine + slot (a sample's log-linear bucket plus its runqlat slot). Both only grow with
  * the latency, so each sum names one (bucket, slot) pair, which user space splits back into
  * the two histograms of struct lbs_hist: one cache line touched where two were. The counts
- * are 32-bit: an entry holds one flush period's samples (100 ms) before it is taken out.
- * A process's samples go here only when its sparse entry (struct lbs_proc_sparse, below) has
- * no slot left for their bucket. */
+ * are 32-bit: an entry holds one flush period's samples (100 ms) before it is taken out, and
+ * each flush copies every process's entry out of the kernel, so half the bytes are half that
+ * copy (2.2 KiB a process, not 4.4). */
 #define LBS_PROC_BUCKETS (LBS_FINE_LEN + LBS_LOG2_SLOTS)
 
 struct lbs_proc_hist {
 	__u64 min_ns;
 	__u64 max_ns;
 	__u32 bucket[LBS_PROC_BUCKETS];
-};
-
-/* A process's folded run-queue latency, sparse: the summed buckets (as in struct
- * lbs_proc_hist) its samples fell in, each in a slot of a small open-addressed table (the
- * bucket's hash names the first slot it looks at, LBS_PROC_PROBES in all). In a 100 ms period
- * a process's samples fall in a handful of buckets: a flush copies these 272 bytes out of the
- * kernel, not 2.2 KiB. A sample whose bucket finds its slots taken by others goes to the
- * process's struct lbs_proc_hist instead, min and max with it. A slot is one
- * 64-bit word, claimed and counted by atomic operations on it: the summed bucket plus one in
- * its high half (0: a free slot), the count in its low half (an entry holds 100 ms of
- * samples: the count does not reach 2^32). */
-#define LBS_PROC_SLOT_BITS 5
-#define LBS_PROC_SLOTS (1 << LBS_PROC_SLOT_BITS)
-#define LBS_PROC_PROBES 4
-
-struct lbs_proc_sparse {
-	__u64 min_ns;
-	__u64 max_ns;
-	__u64 slot[LBS_PROC_SLOTS];
 };
 
 /* The fold's control word, written by user space only: the bank being filled, and the

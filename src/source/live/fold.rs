@@ -9,16 +9,14 @@
 //! too and reads both. Each flush also starts a new epoch: a task's first run in each is
 //! streamed as a switch, so the model knows where every thread runs (uneven_spread).
 //!
-//! A process's samples are counted by summed bucket: the sum of a sample's fine bucket and
-//! runqlat slot, split back here into the two histograms. They come first as a few slots,
-//! each a summed bucket and its count (bpf/lbscope.h, `struct lbs_proc_sparse`), and, for a
-//! process whose samples fell in more buckets than that in one period, also as one dense array
-//! of every summed bucket (`struct lbs_proc_hist`). Each bank has its own per-process maps, so
-//! a flush takes the retired one's entries out in batches (a syscall for up to
-//! [`PROC_BATCH`] processes) instead of three syscalls a process; what a batch leaves (an
-//! error) is taken one entry at a time. The batches and the per-CPU lookup read into buffers
-//! the flush keeps ([`mapio::Buffers`]). The histograms go into a sparse set
-//! ([`FoldedSet`]): only their non-zero counters travel to the analyzer.
+//! A process's histogram comes as one array of buckets, each the sum of a sample's fine
+//! bucket and runqlat slot (bpf/lbscope.h, `struct lbs_proc_hist`), split back here into the
+//! two histograms. Each bank has its own per-process map, so a flush takes the retired one's
+//! entries out in batches (a syscall for up to [`PROC_BATCH`] processes) instead of three
+//! syscalls a process; what a batch leaves (an error) is taken one entry at a time. The
+//! batches and the per-CPU lookup read into buffers the flush keeps ([`mapio::Buffers`]). The
+//! histograms go into a sparse set ([`FoldedSet`]): only their non-zero counters travel to
+//! the analyzer.
 
 use super::mapio;
 use super::skel::LbscopeSkel;
@@ -232,61 +230,6 @@ fn parse_proc_hist(b: &[u8], id: u32, set: &mut FoldedSet) {
     }
 }
 
-/// Slots in one `struct lbs_proc_sparse` (LBS_PROC_SLOTS), and its bytes: min and max, then
-/// the slots, each a 64-bit word with the summed bucket plus one in its high half and the
-/// count in its low.
-const SPARSE_SLOTS: usize = 32;
-const SPARSE_BYTES: usize = 16 + 8 * SPARSE_SLOTS;
-
-/// One `struct lbs_proc_sparse` from its bytes, split and added to `set` under `id`; nothing
-/// for an empty one or a size mismatch. Its slots come in the order the samples claimed
-/// them (a hash's order): sorted by bucket first, so that fine buckets and slots come in rising
-/// order.
-fn parse_proc_sparse(b: &[u8], id: u32, set: &mut FoldedSet) {
-    let Some(b) = b.get(..SPARSE_BYTES) else {
-        return;
-    };
-    let (head, slots) = b.split_at(16);
-    let Some(mut head) = words(head, 2) else {
-        return;
-    };
-    let (Some(min_ns), Some(max_ns)) = (head.next(), head.next()) else {
-        return;
-    };
-    let mut taken = [(0u32, 0u32); SPARSE_SLOTS];
-    let mut n = 0;
-    for slot in slots.chunks_exact(8) {
-        let w = u64::from_ne_bytes(slot.try_into().unwrap_or([0; 8]));
-        let (k1, count) = ((w >> 32) as u32, w as u32);
-        // A bucket past the last (a damaged value) names no pair: left out.
-        if k1 != 0 && count != 0 && (k1 as usize) <= PROC_BUCKETS {
-            taken[n] = (k1 - 1, count);
-            n += 1;
-        }
-    }
-    if n == 0 {
-        return;
-    }
-    let taken = &mut taken[..n];
-    taken.sort_unstable_by_key(|(k, _)| *k);
-    let pairs = proc_pairs();
-    let (before, mut total) = (set.len(), 0);
-    set.push_with(id, min_ns, max_ns, |f| {
-        for (k, count) in taken.iter() {
-            if let Some((i, s)) = pairs[*k as usize] {
-                let c = u64::from(*count);
-                f.fine(u32::from(i), c);
-                f.log2(u32::from(s), c);
-                total += c;
-            }
-        }
-        total
-    });
-    if total == 0 {
-        set.truncate(before);
-    }
-}
-
 const _: () = assert!(FINE_LEN <= u16::MAX as usize && LOG2_SLOTS <= u8::MAX as usize);
 const _: () = assert!(PROC_BYTES - 16 == 4 * PROC_BUCKETS);
 
@@ -317,45 +260,24 @@ fn read_bank(
         }
         let _ = cpu_hist.update_percpu(&key, zeros, MapFlags::ANY);
     }
-    // The sparse entries first, then the dense ones of processes whose samples fell in more
-    // buckets than a sparse entry has slots: such a process has a histogram of each kind in
-    // the set, which the analyzer adds up.
-    let sparse = if bank == 0 {
-        &skel.maps.proc_sparse0
-    } else {
-        &skel.maps.proc_sparse1
-    };
-    take_procs(sparse, bufs, parse_proc_sparse, &mut fold.by_tgid);
     let procs = if bank == 0 {
         &skel.maps.proc_hist0
     } else {
         &skel.maps.proc_hist1
     };
-    take_procs(procs, bufs, parse_proc_hist, &mut fold.by_tgid);
-    fold.by_tgid.sort_by_id();
-    fold
-}
-
-/// Takes every entry out of one of a retired bank's per-process maps into `set`, parsed by
-/// `parse`.
-fn take_procs<M: MapCore>(
-    procs: &M,
-    bufs: &mut mapio::Buffers,
-    parse: fn(&[u8], u32, &mut FoldedSet),
-    set: &mut FoldedSet,
-) {
     // No program writes into a retired bank: deleting its entries as they are read races
     // with nothing.
     let mut take = |k: &[u8], v: &[u8]| {
         if let Ok(tgid) = k.try_into().map(u32::from_ne_bytes) {
-            parse(v, tgid, set);
+            parse_proc_hist(v, tgid, &mut fold.by_tgid);
         }
     };
     // Batch after batch from the first bucket to the last; an error (ENOSPC: a bucket with
     // more processes than a batch's room) stops them. When they reach the last bucket the
     // map is empty: no program writes into a retired bank.
     if bufs.take_all(procs, PROC_BATCH, &mut take).is_ok() {
-        return;
+        fold.by_tgid.sort_by_id();
+        return fold;
     }
     // Whatever the batches could not take, one entry at a time.
     let rest: Vec<Vec<u8>> = procs.keys().collect();
@@ -365,6 +287,8 @@ fn take_procs<M: MapCore>(
         }
         let _ = procs.delete(&k);
     }
+    fold.by_tgid.sort_by_id();
+    fold
 }
 
 #[cfg(test)]
@@ -403,58 +327,6 @@ mod tests {
             std::mem::size_of::<super::super::skel::types::lbs_proc_hist>(),
             PROC_BYTES
         );
-    }
-
-    #[test]
-    fn sparse_layout_matches_the_bpf_struct() {
-        assert_eq!(
-            std::mem::size_of::<super::super::skel::types::lbs_proc_sparse>(),
-            SPARSE_BYTES
-        );
-    }
-
-    /// A `struct lbs_proc_sparse`'s bytes: min, max, the slots as (summed bucket + 1, count).
-    fn sparse_bytes(min_ns: u64, max_ns: u64, slots: &[(u32, u32)]) -> Vec<u8> {
-        let mut w = vec![min_ns, max_ns];
-        w.extend(
-            slots
-                .iter()
-                .map(|(k1, n)| (u64::from(*k1) << 32) | u64::from(*n)),
-        );
-        w.resize(2 + SPARSE_SLOTS, 0);
-        w.iter().flat_map(|v| v.to_ne_bytes()).collect()
-    }
-
-    /// A sparse entry's slots, in the order samples claimed them, split as the dense entry
-    /// holding the same counts is: the same histogram; free, empty and damaged slots add
-    /// nothing.
-    #[test]
-    fn a_sparse_process_entry_splits_as_the_dense_one() {
-        let samples = [
-            70_000u64, 300, 5_000_000, 2_048, 70_000, 1_999, 2_000, 2_100,
-        ];
-        let mut claimed: Vec<(u32, u32)> = Vec::new();
-        let mut dense = vec![0u32; PROC_BUCKETS];
-        for ns in samples {
-            let k1 = summed(ns) as u32 + 1;
-            dense[summed(ns)] += 1;
-            match claimed.iter_mut().find(|(k, _)| *k == k1) {
-                Some((_, n)) => *n += 1,
-                None => claimed.push((k1, 1)),
-            }
-        }
-        let want = parsed(parse_proc_hist, &proc_bytes(300, 5_000_000, &dense)).unwrap();
-        // A claimed slot whose count has not come, and one past the last bucket.
-        claimed.insert(2, (7, 0));
-        claimed.push((PROC_BUCKETS as u32 + 1, 5));
-        let got = parsed(parse_proc_sparse, &sparse_bytes(300, 5_000_000, &claimed));
-        assert_eq!(got, Some(want));
-        assert!(
-            parsed(parse_proc_sparse, &sparse_bytes(1, 2, &[])).is_none(),
-            "empty"
-        );
-        assert!(parsed(parse_proc_sparse, &sparse_bytes(1, 2, &[(3, 0)])).is_none());
-        assert!(parsed(parse_proc_sparse, &[0u8; 16]).is_none(), "short");
     }
 
     /// A `struct lbs_proc_hist`'s bytes: min, max, the summed buckets.
