@@ -55,7 +55,7 @@ pub struct FoldedRef<'a> {
 }
 
 /// Dense counters from sparse ones, trailing zeros dropped.
-fn dense(b: &[Bucket]) -> Vec<u64> {
+pub fn dense(b: &[Bucket]) -> Vec<u64> {
     let mut v = vec![0; b.iter().map(|b| b.i as usize + 1).max().unwrap_or(0)];
     for b in b {
         v[b.i as usize] += b.n;
@@ -77,18 +77,14 @@ impl FoldedRef<'_> {
 }
 
 impl FoldedHist {
-    /// Calls `f` with the histogram as a set would hold it.
+    /// Calls `f` with the histogram as a set would hold it (tests build folded histograms
+    /// densely).
+    #[cfg(test)]
     pub fn with_ref<R>(&self, f: impl FnOnce(FoldedRef<'_>) -> R) -> R {
         let mut s = FoldedSet::default();
         s.push_hist(0, self);
-        let h = s.heads[0];
-        f(FoldedRef {
-            count: h.count,
-            min_ns: h.min_ns,
-            max_ns: h.max_ns,
-            log2: &s.log2,
-            fine: &s.fine,
-        })
+        let (_, r) = s.iter().next().expect("the histogram just pushed");
+        f(r)
     }
 }
 
@@ -168,23 +164,6 @@ impl FoldedSet {
             };
             (h.id, r)
         })
-    }
-
-    /// Adds a copy of `h` under `id`.
-    pub fn push(&mut self, id: u32, h: FoldedRef<'_>) {
-        let (at, fat) = (self.log2.len(), self.fine.len());
-        self.log2.extend_from_slice(h.log2);
-        self.fine.extend_from_slice(h.fine);
-        self.heads.push(Head {
-            id,
-            count: h.count,
-            min_ns: h.min_ns,
-            max_ns: h.max_ns,
-            log2_at: at,
-            log2_n: h.log2.len(),
-            fine_at: fat,
-            fine_n: h.fine.len(),
-        });
     }
 
     /// Adds the dense histogram `h` under `id`, its zeros left out.
@@ -320,7 +299,7 @@ mod tests {
         assert_eq!(s, want);
         assert_ne!(s, pairs.into_iter().collect::<FoldedSet>(), "order counts");
         let mut w = FoldedSet::default();
-        w.push(1, s.iter().next().unwrap().1);
+        w.push_hist(1, &hist(0, &[], &[]));
         w.push_with(4, 1, 2, |f| {
             // A repeated index adds to its pair; a zero is left out.
             f.log2(1, 2);

@@ -2,6 +2,7 @@
 //! delta from the previous event's, the CPU, then the kind's fields (codes from `super`).
 
 use super::*;
+use crate::foldset::dense;
 
 /// Appends `e` to a chunk's raw payload; `prev_ts` is the previous event's timestamp in the
 /// chunk (the chunk's first timestamp for its first event).
@@ -250,15 +251,10 @@ fn put_folded(out: &mut Vec<u8>, h: FoldedRef<'_>) {
     put_varint(out, h.min_ns);
     put_varint(out, h.max_ns);
     // Dense, zeros included up to the last counter that holds samples.
-    for counts in [h.log2, h.fine] {
-        let len = counts.last().map_or(0, |b| b.i as usize + 1);
-        put_varint(out, len as u64);
-        let mut next = counts.iter().peekable();
-        for i in 0..len {
-            match next.next_if(|b| b.i as usize == i) {
-                Some(b) => put_varint(out, b.n),
-                None => put_varint(out, 0),
-            }
+    for counts in [dense(h.log2), dense(h.fine)] {
+        put_varint(out, counts.len() as u64);
+        for c in counts {
+            put_varint(out, c);
         }
     }
 }

@@ -275,17 +275,15 @@ fn read_bank(
     // Batch after batch from the first bucket to the last; an error (ENOSPC: a bucket with
     // more processes than a batch's room) stops them. When they reach the last bucket the
     // map is empty: no program writes into a retired bank.
-    if bufs.take_all(procs, PROC_BATCH, &mut take).is_ok() {
-        fold.by_tgid.sort_by_id();
-        return fold;
-    }
-    // Whatever the batches could not take, one entry at a time.
-    let rest: Vec<Vec<u8>> = procs.keys().collect();
-    for k in rest {
-        if let Ok(Some(v)) = procs.lookup(&k, MapFlags::ANY) {
-            take(&k, &v);
+    if bufs.take_all(procs, PROC_BATCH, &mut take).is_err() {
+        // Whatever the batches could not take, one entry at a time.
+        let rest: Vec<Vec<u8>> = procs.keys().collect();
+        for k in rest {
+            if let Ok(Some(v)) = procs.lookup(&k, MapFlags::ANY) {
+                take(&k, &v);
+            }
+            let _ = procs.delete(&k);
         }
-        let _ = procs.delete(&k);
     }
     fold.by_tgid.sort_by_id();
     fold
