@@ -714,10 +714,10 @@ static __always_inline void proc_sample(void *map, __u32 tgid, __u64 ns)
 }
 
 /* One run-queue latency sample of a task of `tgid` that starts running on this CPU, into
- * `bank` (the one user space has the programs fill). */
-static __always_inline void fold_sample(__u32 bank, __u32 tgid, __u64 ns)
+ * the banks user space has the programs fill. */
+static __always_inline void fold_sample(const struct lbs_fold_ctl *ctl, __u32 tgid, __u64 ns)
 {
-	__u32 key = bank & 1;
+	__u32 key = ctl->bank & 1;
 	struct lbs_hist *h;
 
 	h = bpf_map_lookup_elem(&cpu_hist, &key);
@@ -726,7 +726,7 @@ static __always_inline void fold_sample(__u32 bank, __u32 tgid, __u64 ns)
 	/* With one process folded, the per-CPU histograms are that process's. */
 	if (fold_tgid)
 		return;
-	if (key)
+	if (ctl->proc_bank & 1)
 		proc_sample(&proc_hist1, tgid, ns);
 	else
 		proc_sample(&proc_hist0, tgid, ns);
@@ -885,7 +885,7 @@ static __always_inline bool fold_switch(const bool btf, __u64 ts, struct task_st
 	if (next_pid && ctl) {
 		since = fold_unwait(next_pid);
 		if (since)
-			fold_sample(ctl->bank, RD(btf, next, tgid), ts > since ? ts - since : 0);
+			fold_sample(ctl, RD(btf, next, tgid), ts > since ? ts - since : 0);
 		/* A task's first run in each flush period is streamed: where the threads run
 		 * (uneven_spread) stays known on a busy machine. */
 		first = first_run(next_pid, ctl->epoch);

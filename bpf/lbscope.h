@@ -286,9 +286,9 @@ struct lbs_hist {
  * bucket fine + slot (a sample's log-linear bucket plus its runqlat slot). Both only grow with
  * the latency, so each sum names one (bucket, slot) pair, which user space splits back into
  * the two histograms of struct lbs_hist: one cache line touched where two were. The counts
- * are 32-bit: an entry holds one flush period's samples (100 ms) before it is taken out, and
- * each flush copies every process's entry out of the kernel, so half the bytes are half that
- * copy (2.2 KiB a process, not 4.4). */
+ * are 32-bit: an entry holds one per-process period's samples (at most 500 ms) before it is
+ * taken out, and each read copies every process's entry out of the kernel, so half the bytes
+ * are half that copy (2.2 KiB a process, not 4.4). */
 #define LBS_PROC_BUCKETS (LBS_FINE_LEN + LBS_LOG2_SLOTS)
 
 struct lbs_proc_hist {
@@ -297,11 +297,13 @@ struct lbs_proc_hist {
 	__u32 bucket[LBS_PROC_BUCKETS];
 };
 
-/* The fold's control word, written by user space only: the bank being filled, and the
- * flush count (a task's first run after each flush is streamed). */
+/* The fold's control word, written by user space only: the per-CPU histograms' bank being
+ * filled, the flush count (a task's first run after each flush is streamed), and the
+ * per-process maps' bank being filled (it turns less often than the per-CPU one). */
 struct lbs_fold_ctl {
 	__u32 bank;
 	__u32 epoch;
+	__u32 proc_bank;
 };
 
 #endif /* LBSCOPE_H */

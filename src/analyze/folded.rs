@@ -13,9 +13,10 @@
 //! - the CPU table shows no running task but the idle one: between idle transitions the
 //!   analyzer does not know which task runs;
 //! - missed pulls reach the model without the waiting tasks' ids (none is known);
-//! - a process's samples come one to two flushes after they were taken, later still when the
-//!   source drains late: an exited leader's identity is kept for the two `Fold`s after its
-//!   exit, which name and filter its last samples.
+//! - a process's samples come in the `Fold` after the source turned their bank, which it does
+//!   every half interval (100 to 500 ms), later still when the source drains late: an exited
+//!   leader's identity is kept for the two `Fold`s with process histograms after its exit,
+//!   which name and filter its last samples (the `Fold`s in between carry none).
 //!
 //! [`EventKind::Fold`]: crate::event::EventKind::Fold
 
@@ -53,6 +54,11 @@ impl Analyzer {
                 self.latency.merge_cpu(cpu, fh);
             }
         }
+        // Only a Fold that read a retired per-process bank carries processes (with `-p` none
+        // does: the per-CPU histograms are that process's).
+        if f.by_tgid.is_empty() {
+            return;
+        }
         self.folds += 1;
         // Per-process histograms span every CPU: `--cpus` cannot narrow them.
         let every_task = filter.matches_every_task();
@@ -88,15 +94,16 @@ impl Analyzer {
                 self.latency.merge_process(tgid, fh, comm);
             }
         }
-        // This Fold was the second since those exits: their samples are all in.
+        // This Fold was the second with processes since those exits: their samples are all in.
         let folds = self.folds;
         self.fold_exited.retain(|_, (_, at)| folds - *at < 2);
     }
 
     /// Process leader `pid` exited. Its samples can still come in the next two `Fold`
-    /// events: the bank it last ran in is read one to two flushes later
-    /// (src/source/live/fold.rs), however long the source took to drain. Its identity is kept
-    /// until then, so that they are named and filtered as the live process was.
+    /// events that carry processes: the bank it last ran in is read in the first or the second
+    /// of them (src/source/live/fold.rs), however long the source took to drain. Its identity
+    /// is kept until then, so that they are named and filtered as the live process was. With
+    /// `-p` no `Fold` carries processes and nothing is kept.
     pub(super) fn fold_exited(
         &mut self,
         pid: Pid,
@@ -104,6 +111,9 @@ impl Analyzer {
         comm: Option<String>,
         cgroup: Option<u32>,
     ) {
+        if self.config.filter.tgid.is_some() {
+            return;
+        }
         let who = super::task::Ident { tgid, comm, cgroup };
         self.fold_exited.insert(pid, (who, self.folds));
     }

@@ -117,10 +117,10 @@ pub struct Analyzer {
     /// Folded mode: a thread's name for processes whose leader is not known (their folded
     /// latency needs a name); forgotten when one of their threads exits.
     thread_names: IdMap<Pid, String>,
-    /// Folded mode: exited leaders' identities, each with the count of `Fold` events taken
-    /// when it exited (see [`Analyzer::fold_exited`]).
+    /// Folded mode: exited leaders' identities, each with the count of `Fold` events with
+    /// processes taken when it exited (see [`Analyzer::fold_exited`]).
     fold_exited: task::Exited,
-    /// Folded mode: `Fold` events taken.
+    /// Folded mode: `Fold` events taken that carried processes.
     folds: u64,
     /// The balancer model, which also holds the one task table (with the analyzer's part of
     /// each entry).

@@ -161,6 +161,52 @@ fn folds_after_the_leaders_exit_keep_its_name() {
     );
 }
 
+/// The source reads per-process banks every half interval and the per-CPU ones every 100 ms:
+/// `Fold`s in between carry no process and do not use up an exited leader's two.
+#[test]
+fn folds_without_processes_leave_an_exited_leader_named() {
+    let h = |ns: u64| {
+        let mut l = LatHist::default();
+        l.record(ns);
+        l.to_folded()
+    };
+    let mut evs = vec![fold_start(0), task(10, 50, 50, "mixed")];
+    evs.push(exit(40, 50, 50));
+    for t in (1..=4).map(|i| i * 100_000_000u64) {
+        evs.push(fold(t, vec![(0, h(900))], vec![]));
+    }
+    evs.push(fold(500_000_000, vec![(0, h(1_000))], vec![(50, h(1_000))]));
+    for t in (6..=9).map(|i| i * 100_000_000u64) {
+        evs.push(fold(t, vec![(0, h(900))], vec![]));
+    }
+    evs.push(fold(
+        1_000_000_000,
+        vec![(0, h(1_100))],
+        vec![(50, h(1_100))],
+    ));
+    evs.push(fold(
+        1_500_000_000,
+        vec![(0, h(1_200))],
+        vec![(50, h(1_200))],
+    ));
+    let by_name = Filter {
+        comm: Some("mixed".into()),
+        ..Filter::default()
+    };
+    let s = snapshot_with(by_name, &evs);
+    let procs: Vec<_> = s
+        .runqlat_by_process
+        .iter()
+        .map(|p| (p.tgid, p.comm.as_deref(), p.latency.count))
+        .collect();
+    assert_eq!(
+        procs,
+        vec![(Some(50), Some("mixed"), 2)],
+        "the two Folds with processes after the exit pass the name filter, the third does not"
+    );
+    assert_eq!(s.runqlat_us.count, 11, "every per-CPU sample counts");
+}
+
 #[test]
 fn folded_filters() {
     // -p: one process; the per-CPU histograms are the kernel's (already narrowed there).

@@ -2,12 +2,17 @@
 //! fold (per CPU and per process, in two banks) and turns them into [`EventKind::Fold`]
 //! events.
 //!
-//! The programs fill the bank named in the `fold_ctl` map. Each flush reads and clears the
-//! other bank, retired one flush earlier (no handler still writes into it by then), and then
+//! The programs fill the banks named in the `fold_ctl` map, one for the per-CPU histograms
+//! and one for the per-process maps. Each flush (every 100 ms) reads and clears the other
+//! per-CPU bank, retired one flush earlier (no handler still writes into it by then), and then
 //! makes it the one filled: samples reach the analyzer one to two flush periods after they
-//! were taken, none is lost or counted twice. The last flush at stop retires the filling bank
-//! too and reads both. Each flush also starts a new epoch: a task's first run in each is
-//! streamed as a switch, so the model knows where every thread runs (uneven_spread).
+//! were taken, none is lost or counted twice. The per-process bank turns less often, every
+//! drain period (half an interval, 100 to 500 ms), and the flush after a turn reads the bank
+//! it retired: with hundreds of processes each read is most of folded mode's cost (a 2.2 KiB
+//! entry a process), and a process's samples reach the analyzer 0.1 s to a drain period and
+//! 0.1 s after they were taken. The last flush at stop retires the filling banks too and
+//! reads them. Each flush also starts a new epoch: a task's first run in each is streamed as
+//! a switch, so the model knows where every thread runs (uneven_spread).
 //!
 //! A process's histogram comes as one array of buckets, each the sum of a sample's fine
 //! bucket and runqlat slot (bpf/lbscope.h, `struct lbs_proc_hist`), split back here into the
@@ -20,6 +25,7 @@
 
 use super::mapio;
 use super::skel::LbscopeSkel;
+use super::FOLD_PERIOD_NS;
 use crate::analyze::{fine_bounds, fine_index, log2_slot, LOG2_SLOTS};
 use crate::event::{Event, EventKind, Fold, FoldedSet};
 use libbpf_rs::{MapCore, MapFlags};
@@ -67,29 +73,42 @@ const PROC_BATCH: u32 = 32;
 
 /// The flush state.
 pub(super) struct Folder {
-    /// The bank the programs fill.
+    /// The per-CPU histograms' bank the programs fill.
     filling: u32,
     /// When the last flush ran (monotonic ns).
     last: u64,
     /// Flushes so far: a task's first run after each is streamed.
     epoch: u32,
+    /// The per-process maps' bank the programs fill.
+    proc_filling: u32,
+    /// When the per-process bank last turned (monotonic ns).
+    proc_turned: u64,
+    /// How often the per-process bank turns.
+    proc_period_ns: u64,
+    /// Whether the bank that turned last is still to be read (at the flush after the turn).
+    proc_unread: bool,
     /// Zeros to clear a bank of the per-CPU histograms with, kept between flushes.
     zeros: Vec<Vec<u8>>,
     /// What the maps are read into.
     bufs: mapio::Buffers,
-    /// The last flush's per-process histograms and counters: the next one's room.
+    /// The last per-process read's histograms and counters: the next one's room.
     room: (usize, usize),
 }
 
 impl Folder {
-    /// Starts with bank 0 filling (the maps' initial state), and puts the empty `Fold` that
-    /// opens a folded stream first in `batch`, before any event the programs sent.
-    pub(super) fn new(now: u64, batch: &mut Vec<Event>) -> Folder {
+    /// Starts with both banks 0 filling (the maps' initial state), and puts the empty `Fold`
+    /// that opens a folded stream first in `batch`, before any event the programs sent. The
+    /// per-process bank turns every `proc_period_ns` (at least every flush).
+    pub(super) fn new(now: u64, proc_period_ns: u64, batch: &mut Vec<Event>) -> Folder {
         batch.insert(0, fold_event(now, Fold::default()));
         Folder {
             filling: 0,
             last: now,
             epoch: 0,
+            proc_filling: 0,
+            proc_turned: now,
+            proc_period_ns: proc_period_ns.max(FOLD_PERIOD_NS),
+            proc_unread: false,
             zeros: Vec::new(),
             bufs: mapio::Buffers::default(),
             room: (0, 0),
@@ -101,31 +120,74 @@ impl Folder {
         now.saturating_sub(self.last) >= period_ns / 10 * 9
     }
 
-    /// Reads and clears the retired bank, then makes it the filling one; appends the Fold.
+    /// Reads and clears the retired per-CPU bank, then makes it the filling one; reads the
+    /// per-process bank retired at the last flush, or retires the filling one when its period
+    /// is up; appends the Fold.
     pub(super) fn flush(&mut self, skel: &LbscopeSkel<'_>, now: u64, out: &mut Vec<Event>) {
         let retired = 1 - self.filling;
-        let fold = read_bank(skel, retired, &mut self.zeros, &mut self.bufs, self.room);
-        self.room = (fold.by_tgid.len(), fold.by_tgid.counters());
+        let mut fold = self.fold_with_room();
+        read_cpu_bank(skel, retired, &mut self.zeros, &mut self.bufs, &mut fold);
+        if self.proc_unread {
+            self.read_procs(skel, 1 - self.proc_filling, &mut fold);
+        } else if now.saturating_sub(self.proc_turned) >= self.proc_period_ns / 10 * 9 {
+            self.proc_filling = 1 - self.proc_filling;
+            self.proc_turned = now;
+            self.proc_unread = true;
+        }
         self.epoch = self.epoch.wrapping_add(1);
-        set_filling(skel, retired, self.epoch);
         self.filling = retired;
+        self.set_filling(skel);
         self.last = now;
         out.push(fold_event(now, fold));
     }
 
-    /// The last flush: retires the filling bank as well and reads both.
+    /// The last flush: retires the filling banks as well and reads them.
     pub(super) fn finish(&mut self, skel: &LbscopeSkel<'_>, now: u64, out: &mut Vec<Event>) {
         self.flush(skel, now, out);
+        if !self.proc_unread {
+            self.proc_filling = 1 - self.proc_filling;
+            self.set_filling(skel);
+        }
         // Handlers run for microseconds: one already past its bank lookup has finished.
         std::thread::sleep(std::time::Duration::from_millis(2));
-        let fold = read_bank(
+        let mut fold = self.fold_with_room();
+        read_cpu_bank(
             skel,
             1 - self.filling,
             &mut self.zeros,
             &mut self.bufs,
-            self.room,
+            &mut fold,
         );
+        self.read_procs(skel, 1 - self.proc_filling, &mut fold);
         out.push(fold_event(now, fold));
+    }
+
+    /// An empty Fold with room for as many processes and counters as the last read, and an
+    /// eighth more.
+    fn fold_with_room(&self) -> Fold {
+        let (hists, counters) = self.room;
+        Fold {
+            by_cpu: Default::default(),
+            by_tgid: FoldedSet::with_capacity(hists + hists / 8, counters + counters / 8),
+        }
+    }
+
+    /// Reads and clears the retired per-process bank into `fold`.
+    fn read_procs(&mut self, skel: &LbscopeSkel<'_>, bank: u32, fold: &mut Fold) {
+        read_proc_bank(skel, bank, &mut self.bufs, fold);
+        self.room = (fold.by_tgid.len(), fold.by_tgid.counters());
+        self.proc_unread = false;
+    }
+
+    fn set_filling(&self, skel: &LbscopeSkel<'_>) {
+        let mut v = [0u8; 12];
+        v[..4].copy_from_slice(&self.filling.to_ne_bytes());
+        v[4..8].copy_from_slice(&self.epoch.to_ne_bytes());
+        v[8..].copy_from_slice(&self.proc_filling.to_ne_bytes());
+        let _ = skel
+            .maps
+            .fold_ctl
+            .update(&0u32.to_ne_bytes(), &v, MapFlags::ANY);
     }
 }
 
@@ -135,16 +197,6 @@ fn fold_event(now: u64, fold: Fold) -> Event {
         cpu: 0,
         kind: EventKind::Fold(Box::new(fold)),
     }
-}
-
-fn set_filling(skel: &LbscopeSkel<'_>, bank: u32, epoch: u32) {
-    let mut v = [0u8; 8];
-    v[..4].copy_from_slice(&bank.to_ne_bytes());
-    v[4..].copy_from_slice(&epoch.to_ne_bytes());
-    let _ = skel
-        .maps
-        .fold_ctl
-        .update(&0u32.to_ne_bytes(), &v, MapFlags::ANY);
 }
 
 /// The first `n` words of a map value; `None` when it is shorter.
@@ -233,19 +285,14 @@ fn parse_proc_hist(b: &[u8], id: u32, set: &mut FoldedSet) {
 const _: () = assert!(FINE_LEN <= u16::MAX as usize && LOG2_SLOTS <= u8::MAX as usize);
 const _: () = assert!(PROC_BYTES - 16 == 4 * PROC_BUCKETS);
 
-/// Reads and clears one bank of the per-CPU and the per-process histograms; `room` (the
-/// last flush's processes and counters, an eighth more) is made for the processes first.
-fn read_bank(
+/// Reads and clears one bank of the per-CPU histograms into `fold`.
+fn read_cpu_bank(
     skel: &LbscopeSkel<'_>,
     bank: u32,
     zeros: &mut Vec<Vec<u8>>,
     bufs: &mut mapio::Buffers,
-    (hists, counters): (usize, usize),
-) -> Fold {
-    let mut fold = Fold {
-        by_cpu: Default::default(),
-        by_tgid: FoldedSet::with_capacity(hists + hists / 8, counters + counters / 8),
-    };
+    fold: &mut Fold,
+) {
     let key = bank.to_ne_bytes();
     let cpu_hist = &skel.maps.cpu_hist;
     let (mut cpus, mut len) = (0, 0);
@@ -260,6 +307,10 @@ fn read_bank(
         }
         let _ = cpu_hist.update_percpu(&key, zeros, MapFlags::ANY);
     }
+}
+
+/// Takes every entry out of one bank's per-process map into `fold`, sorted by process.
+fn read_proc_bank(skel: &LbscopeSkel<'_>, bank: u32, bufs: &mut mapio::Buffers, fold: &mut Fold) {
     let procs = if bank == 0 {
         &skel.maps.proc_hist0
     } else {
@@ -286,7 +337,6 @@ fn read_bank(
         }
     }
     fold.by_tgid.sort_by_id();
-    fold
 }
 
 #[cfg(test)]

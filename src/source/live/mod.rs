@@ -94,7 +94,8 @@ pub struct LiveConfig {
     /// traced machine nothing ([`ProbeState::NotNeeded`]).
     pub unneeded: Vec<&'static str>,
     /// Folded mode: run-queue latency folded into histograms in the kernel and sent as
-    /// [`EventKind::Fold`] every [`FOLD_PERIOD_NS`]; switches streamed only at idle
+    /// [`EventKind::Fold`] every [`FOLD_PERIOD_NS`] (the per-process ones every
+    /// `poll_interval`); switches streamed only at idle
     /// transitions, wakeups only while a CPU may be idle, nr_running above 2 sampled.
     pub fold: bool,
     /// Folded mode: fold only this process's latency samples.
@@ -104,7 +105,8 @@ pub struct LiveConfig {
     pub schedstat: bool,
 }
 
-/// How often folded histograms are read.
+/// How often folded per-CPU histograms are read (and a new epoch starts: a task's first run
+/// in each is streamed). Per-process ones turn every drain period, no more often than this.
 pub const FOLD_PERIOD_NS: u64 = 100_000_000;
 
 /// The drain period of a live run whose figures close every `interval_ns`: half an interval,
@@ -587,9 +589,12 @@ fn drain(
     // opening Fold, and the start read of /proc/schedstat (the analyzer places each count
     // against the reads' times, once it has seen the start read).
     let mut first: Vec<Event> = Vec::new();
+    // Per-process histograms turn every drain period (half an interval): a tenth of a second
+    // would read every process that ran ten times a second.
+    let proc_period_ns = u64::try_from(cfg.poll_interval.as_nanos()).unwrap_or(u64::MAX);
     let mut folder = cfg
         .fold
-        .then(|| fold::Folder::new(clock::monotonic_ns(), &mut first));
+        .then(|| fold::Folder::new(clock::monotonic_ns(), proc_period_ns, &mut first));
     let switch = cfg.schedstat.then(|| {
         let (s, msg) = schedstat::Switch::on();
         if let Some(m) = msg {
