@@ -1,9 +1,9 @@
 //! A set of latency histograms folded in the kernel, one per CPU or per process
 //! ([`crate::event::Fold`]'s two parts), sparse: each histogram keeps only its non-zero
 //! counters, as (index, count) pairs in two arenas the whole set shares. A folded flush
-//! carries a histogram for each process that ran in its period, and in a 100 ms period a
-//! process's few samples fill a handful of its 554 counters: dense counters were zeroed,
-//! written, summed and merged whole, ten times a second for every process. Here a set makes
+//! carries a histogram for each process that ran in its period, and in a period of 100 to
+//! 500 ms a process's few samples fill a handful of its 554 counters: dense counters were
+//! zeroed, written, summed and merged whole, at every read for every process. Here a set makes
 //! three allocations, whatever its size, and every step touches only the counters that hold
 //! samples.
 //!

@@ -1,5 +1,5 @@
 //! Reads of BPF maps into buffers kept from one read to the next, for the folded flush, which
-//! takes every process's histogram out ten times a second (2.2 KiB each): libbpf-rs hands
+//! takes every process's histogram out every half interval (2.2 KiB each): libbpf-rs hands
 //! each entry of a batch over as two fresh vectors and zeroes a new buffer for every batch,
 //! and a per-CPU lookup as one vector per CPU, which a profile of `top --fold on` put at a
 //! third of the flush.
