@@ -125,7 +125,7 @@ impl Folder {
     /// is up; appends the Fold.
     pub(super) fn flush(&mut self, skel: &LbscopeSkel<'_>, now: u64, out: &mut Vec<Event>) {
         let retired = 1 - self.filling;
-        let mut fold = self.fold_with_room();
+        let mut fold = self.fold_with_room(self.proc_unread);
         read_cpu_bank(skel, retired, &mut self.zeros, &mut self.bufs, &mut fold);
         if self.proc_unread {
             self.read_procs(skel, 1 - self.proc_filling, &mut fold);
@@ -150,7 +150,7 @@ impl Folder {
         }
         // Handlers run for microseconds: one already past its bank lookup has finished.
         std::thread::sleep(std::time::Duration::from_millis(2));
-        let mut fold = self.fold_with_room();
+        let mut fold = self.fold_with_room(true);
         read_cpu_bank(
             skel,
             1 - self.filling,
@@ -162,10 +162,10 @@ impl Folder {
         out.push(fold_event(now, fold));
     }
 
-    /// An empty Fold with room for as many processes and counters as the last read, and an
-    /// eighth more.
-    fn fold_with_room(&self) -> Fold {
-        let (hists, counters) = self.room;
+    /// An empty Fold; with room for as many processes and counters as the last read, and an
+    /// eighth more, when it is to take processes.
+    fn fold_with_room(&self, procs: bool) -> Fold {
+        let (hists, counters) = if procs { self.room } else { (0, 0) };
         Fold {
             by_cpu: Default::default(),
             by_tgid: FoldedSet::with_capacity(hists + hists / 8, counters + counters / 8),
