@@ -114,16 +114,18 @@ fn folded_latency_equals_per_event_latency() {
     );
 }
 
+/// A folded histogram of one sample of `ns`.
+fn h(ns: u64) -> FoldedHist {
+    let mut l = LatHist::default();
+    l.record(ns);
+    l.to_folded()
+}
+
 /// A process whose leader exits before the `Fold`s that carry its last samples: the next two
 /// `Fold`s after the exit are named as the live process was (and `-p NAME` keeps them); a
 /// third, which cannot carry its samples, is not.
 #[test]
 fn folds_after_the_leaders_exit_keep_its_name() {
-    let h = |ns: u64| {
-        let mut l = LatHist::default();
-        l.record(ns);
-        l.to_folded()
-    };
     let mut evs = vec![
         fold_start(0),
         task(10, 50, 50, "mixed"),
@@ -143,12 +145,7 @@ fn folds_after_the_leaders_exit_keep_its_name() {
         ));
     }
     let s = snapshot_with(Filter::default(), &evs);
-    let procs: Vec<_> = s
-        .runqlat_by_process
-        .iter()
-        .map(|p| (p.tgid, p.comm.as_deref(), p.latency.count))
-        .collect();
-    assert_eq!(procs, vec![(Some(50), Some("mixed"), 3)]);
+    assert_eq!(process_rows(&s), vec![(Some(50), Some("mixed"), 3)]);
     let by_name = Filter {
         comm: Some("mixed".into()),
         ..Filter::default()
@@ -165,11 +162,6 @@ fn folds_after_the_leaders_exit_keep_its_name() {
 /// `Fold`s in between carry no process and do not use up an exited leader's two.
 #[test]
 fn folds_without_processes_leave_an_exited_leader_named() {
-    let h = |ns: u64| {
-        let mut l = LatHist::default();
-        l.record(ns);
-        l.to_folded()
-    };
     let mut evs = vec![fold_start(0), task(10, 50, 50, "mixed")];
     evs.push(exit(40, 50, 50));
     for t in (1..=4).map(|i| i * 100_000_000u64) {
@@ -194,13 +186,8 @@ fn folds_without_processes_leave_an_exited_leader_named() {
         ..Filter::default()
     };
     let s = snapshot_with(by_name, &evs);
-    let procs: Vec<_> = s
-        .runqlat_by_process
-        .iter()
-        .map(|p| (p.tgid, p.comm.as_deref(), p.latency.count))
-        .collect();
     assert_eq!(
-        procs,
+        process_rows(&s),
         vec![(Some(50), Some("mixed"), 2)],
         "the two Folds with processes after the exit pass the name filter, the third does not"
     );

@@ -161,13 +161,8 @@ fn attribution_by_cpu_domain_and_process() {
     let smt23 = &s.runqlat_by_domain[0].latency;
     assert_eq!(smt23.max, 4.0);
     assert_eq!(smt23.log2_buckets, vec![0, 1, 1]);
-    let procs: Vec<(Option<u32>, Option<&str>, u64)> = s
-        .runqlat_by_process
-        .iter()
-        .map(|p| (p.tgid, p.comm.as_deref(), p.latency.count))
-        .collect();
     assert_eq!(
-        procs,
+        process_rows(&s),
         vec![(Some(10), Some("leader"), 2), (Some(20), Some("other"), 1)]
     );
 }

@@ -102,6 +102,14 @@ pub fn affinity(ts: u64, pid: Pid, list: &str) -> Event {
     )
 }
 
+/// A snapshot's per-process latency rows as (tgid, comm, sample count).
+pub fn process_rows(s: &Snapshot) -> Vec<(Option<u32>, Option<&str>, u64)> {
+    s.runqlat_by_process
+        .iter()
+        .map(|p| (p.tgid, p.comm.as_deref(), p.latency.count))
+        .collect()
+}
+
 pub fn exit(ts: u64, pid: Pid, tgid: Pid) -> Event {
     ev(ts, 0, EventKind::Exit { pid, tgid })
 }
