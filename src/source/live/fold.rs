@@ -115,9 +115,9 @@ impl Folder {
         }
     }
 
-    /// Whether a flush is due at `now`, every `period_ns` (within the poll loop's jitter).
+    /// Whether a flush is due at `now`, every `period_ns`.
     pub(super) fn due(&self, now: u64, period_ns: u64) -> bool {
-        now.saturating_sub(self.last) >= period_ns / 10 * 9
+        past(now, self.last, period_ns)
     }
 
     /// Reads and clears the retired per-CPU bank, then makes it the filling one; reads the
@@ -129,7 +129,7 @@ impl Folder {
         read_cpu_bank(skel, retired, &mut self.zeros, &mut self.bufs, &mut fold);
         if self.proc_unread {
             self.read_procs(skel, 1 - self.proc_filling, &mut fold);
-        } else if now.saturating_sub(self.proc_turned) >= self.proc_period_ns / 10 * 9 {
+        } else if past(now, self.proc_turned, self.proc_period_ns) {
             self.proc_filling = 1 - self.proc_filling;
             self.proc_turned = now;
             self.proc_unread = true;
@@ -189,6 +189,12 @@ impl Folder {
             .fold_ctl
             .update(&0u32.to_ne_bytes(), &v, MapFlags::ANY);
     }
+}
+
+/// Whether `period_ns` has passed from `since` to `now`, within the poll loop's jitter (a
+/// tenth early counts).
+fn past(now: u64, since: u64, period_ns: u64) -> bool {
+    now.saturating_sub(since) >= period_ns / 10 * 9
 }
 
 fn fold_event(now: u64, fold: Fold) -> Event {

@@ -95,8 +95,8 @@ pub struct LiveConfig {
     pub unneeded: Vec<&'static str>,
     /// Folded mode: run-queue latency folded into histograms in the kernel and sent as
     /// [`EventKind::Fold`] every [`FOLD_PERIOD_NS`] (the per-process ones every
-    /// `poll_interval`); switches streamed only at idle
-    /// transitions, wakeups only while a CPU may be idle, nr_running above 2 sampled.
+    /// `poll_interval`); switches streamed only at idle transitions, wakeups only while a CPU
+    /// may be idle, nr_running above 2 sampled.
     pub fold: bool,
     /// Folded mode: fold only this process's latency samples.
     pub fold_tgid: Option<u32>,
