@@ -478,8 +478,9 @@ pub struct FoldArgs {
 /// Whether the live kernel side folds run-queue latency itself (see `--fold`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum FoldMode {
-    /// Fold on machines with more than 64 CPUs, when no recording is written and neither
-    /// --comm nor --cpus is given.
+    /// Fold on machines with more than 64 CPUs and, in `top`, on a machine switching more
+    /// than 10,000 times a second as it starts (measured over 0.25 s), when no recording is
+    /// written and neither --comm, --cgroup nor --cpus is given.
     Auto,
     /// Always fold (refused with a recording, --comm or --cpus).
     On,
@@ -489,6 +490,12 @@ pub enum FoldMode {
 
 /// CPUs above which `--fold auto` folds.
 pub const FOLD_AUTO_CPUS: usize = 64;
+
+/// Context switches a second of the whole machine above which `top --fold auto` folds.
+/// Streaming costs user space 400-550 ns of CPU per switch on the README's VM, so it stays
+/// under half a percent of a core below this rate; above about 15,000 a second folding is
+/// the cheaper mode and streaming passes 1%.
+pub const FOLD_AUTO_SWITCHES: u64 = 10_000;
 
 /// `lbscope record`.
 #[derive(Debug, Args)]

@@ -215,7 +215,7 @@ fn run_live(args: &ReportArgs, interval_ns: u64) -> Result<(), CmdError> {
     let mut cfg = settings::live_config(
         &args.collect,
         args.output.is_some(),
-        Some((args.fold.when, &args.filter)),
+        Some((args.fold.when, &args.filter, None)),
         Some(interval_ns),
     )?;
     cfg.schedstat = true;

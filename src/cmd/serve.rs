@@ -21,7 +21,7 @@ pub fn run(args: &crate::cli::ServeArgs) -> Result<(), CmdError> {
     let cfg = settings::live_config(
         &args.collect,
         ring.is_some(),
-        Some((args.fold.when, &args.filter)),
+        Some((args.fold.when, &args.filter, None)),
         Some(interval_ns),
     )?;
     let topo = crate::topology::Topology::detect()?;

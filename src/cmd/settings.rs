@@ -178,12 +178,13 @@ pub fn synthetic_cpus(cpus: usize) -> Result<usize, CmdError> {
 /// `record`, `serve` and `top`); `recording` when the run writes a recording, which keeps
 /// every record (otherwise what only a recording reads is not traced at all); `interval_ns`
 /// when the run closes intervals, which sets how often it drains
-/// ([`crate::source::live::drain_period`]).
+/// ([`crate::source::live::drain_period`]); `fold` the `--fold` mode with the filters it must
+/// fit and, for `top`, the machine's context switches a second as it starts (see [`folds`]).
 #[cfg(feature = "bpf")]
 pub fn live_config(
     c: &crate::cli::CollectArgs,
     recording: bool,
-    fold: Option<(crate::cli::FoldMode, &crate::cli::FilterArgs)>,
+    fold: Option<(crate::cli::FoldMode, &crate::cli::FilterArgs, Option<u64>)>,
     interval_ns: Option<u64>,
 ) -> Result<crate::source::live::LiveConfig, CmdError> {
     let unneeded = if recording {
@@ -193,7 +194,7 @@ pub fn live_config(
     };
     let cpus = crate::source::live::possible_cpus();
     let (fold, fold_tgid) = match fold {
-        Some((mode, f)) => (folds(mode, recording, f, cpus)?, f.pid),
+        Some((mode, f, rate)) => (folds(mode, recording, f, cpus, rate)?, f.pid),
         None => (false, None),
     };
     let mut cfg = crate::source::live::LiveConfig {
@@ -211,12 +212,15 @@ pub fn live_config(
     Ok(cfg)
 }
 
-/// Whether a live run folds latency in the kernel (`--fold`), on a machine of `cpus` CPUs.
+/// Whether a live run folds latency in the kernel (`--fold`), on a machine of `cpus` CPUs
+/// that switched `switches_per_s` times a second as the run started (measured by `top` only:
+/// streaming costs its user space a fixed time per switch, folding does not).
 pub fn folds(
     mode: crate::cli::FoldMode,
     recording: bool,
     f: &crate::cli::FilterArgs,
     cpus: usize,
+    switches_per_s: Option<u64>,
 ) -> Result<bool, CmdError> {
     use crate::cli::FoldMode;
     let unfit = if recording {
@@ -234,7 +238,9 @@ pub fn folds(
         (FoldMode::Off, _) => Ok(false),
         (FoldMode::On, Some(why)) => Err(CmdError::Usage(format!("--fold on: {why}"))),
         (FoldMode::On, None) => Ok(true),
-        (FoldMode::Auto, unfit) => Ok(unfit.is_none() && cpus > crate::cli::FOLD_AUTO_CPUS),
+        (FoldMode::Auto, unfit) => Ok(unfit.is_none()
+            && (cpus > crate::cli::FOLD_AUTO_CPUS
+                || switches_per_s.is_some_and(|r| r > crate::cli::FOLD_AUTO_SWITCHES))),
     }
 }
 

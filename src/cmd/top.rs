@@ -37,12 +37,16 @@ fn run_live(args: &TopArgs, interval_ns: u64) -> Result<(), CmdError> {
     use crate::analyze::{Analyzer, AnalyzerConfig};
     use crate::tui::app::{App, SourceInfo};
     use crate::tui::run::{self, LiveFeed};
+    let rate = (args.fold.when == crate::cli::FoldMode::Auto)
+        .then(|| switches_per_s(RATE_WINDOW))
+        .flatten();
     let cfg = settings::live_config(
         &args.collect,
         false,
-        Some((args.fold.when, &args.filter)),
+        Some((args.fold.when, &args.filter, rate)),
         Some(interval_ns),
     )?;
+    let folded = cfg.fold;
     let topo = crate::topology::Topology::detect()?;
     let filter = settings::filter(&args.filter, &topo, true)?;
     let stop = stop_on_signals()?;
@@ -53,6 +57,7 @@ fn run_live(args: &TopArgs, interval_ns: u64) -> Result<(), CmdError> {
         interval_ns,
         SourceInfo::Live {
             probe_mode: src.probes.mode(),
+            folded,
         },
         src.header.clock_base_ns,
     );
@@ -61,6 +66,13 @@ fn run_live(args: &TopArgs, interval_ns: u64) -> Result<(), CmdError> {
         topo.nr_cpus,
         crate::analyze::timeline::WINDOW_NS,
     ));
+    if let (true, crate::cli::FoldMode::Auto, Some(r)) = (folded, args.fold.when, rate) {
+        if r > crate::cli::FOLD_AUTO_SWITCHES {
+            app.status = Some(format!(
+                "folded: {r} switches/s as top started; --fold off streams every event"
+            ));
+        }
+    }
     if src.probes.kallsyms == Some(false) {
         app.status = Some(
             "/proc/kallsyms gave no addresses: migration reasons fall back to context rules".into(),
@@ -79,6 +91,26 @@ fn run_live(args: &TopArgs, interval_ns: u64) -> Result<(), CmdError> {
     let r = run::run(&mut guard, &mut app, &mut feed, &stop);
     drop(guard);
     Ok(r?)
+}
+
+/// How long `top --fold auto` counts the machine's context switches before it loads.
+#[cfg(feature = "bpf")]
+const RATE_WINDOW: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// The whole machine's context switches a second over `window` (`ctxt` in /proc/stat);
+/// `None` where /proc/stat cannot be read.
+#[cfg(feature = "bpf")]
+fn switches_per_s(window: std::time::Duration) -> Option<u64> {
+    let ctxt = || -> Option<u64> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let line = stat.lines().find(|l| l.starts_with("ctxt "))?;
+        line[5..].trim().parse().ok()
+    };
+    let (a, t) = (ctxt()?, std::time::Instant::now());
+    std::thread::sleep(window);
+    let b = ctxt()?;
+    let secs = t.elapsed().as_secs_f64();
+    Some((b.saturating_sub(a) as f64 / secs) as u64)
 }
 
 /// Without BPF support there is no live source.

@@ -91,6 +91,9 @@ pub enum SourceInfo {
     Live {
         /// "tracepoints only (tp_btf)" or "tracepoints with balancer hooks".
         probe_mode: String,
+        /// The kernel folds run-queue latency (`--fold`): the name filter then narrows the
+        /// process rows only.
+        folded: bool,
     },
     /// A recording.
     Replay(RecordingInfo),
@@ -429,7 +432,11 @@ impl App {
                     return Effect::None;
                 }
                 self.comm = comm.clone();
+                let folded = matches!(self.source, SourceInfo::Live { folded: true, .. });
                 self.status = Some(match &comm {
+                    Some(c) if folded => format!(
+                        "filter: tasks named '{c}' (analysis restarted; folded: per-CPU latency and idle-wait still count every task)"
+                    ),
                     Some(c) => format!("filter: tasks named '{c}' (analysis restarted)"),
                     None => "filter cleared (analysis restarted)".into(),
                 });

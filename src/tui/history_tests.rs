@@ -255,6 +255,7 @@ fn synthetic_feed(cpus: usize, events: u64, interval_ns: u64, rate: u64) -> (App
         interval_ns,
         SourceInfo::Live {
             probe_mode: "synthetic".into(),
+            folded: false,
         },
         0,
     );

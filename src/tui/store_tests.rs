@@ -80,6 +80,7 @@ fn live_app(topo: Topology) -> App {
         1_000_000_000,
         SourceInfo::Live {
             probe_mode: "test".into(),
+            folded: false,
         },
         0,
     )

@@ -629,6 +629,7 @@ fn live_pause_holds_the_screen_while_collecting() {
         1_000_000_000,
         SourceInfo::Live {
             probe_mode: "tracepoints only (tp_btf; 7 of 7 attached)".into(),
+            folded: false,
         },
         0,
     );
@@ -657,6 +658,7 @@ fn live_app(h: &crate::record::Header) -> App {
         1_000_000_000,
         SourceInfo::Live {
             probe_mode: "tracepoints only".into(),
+            folded: false,
         },
         0,
     )
@@ -685,6 +687,44 @@ fn live_title_shows_its_own_cpu() {
     );
     replay.self_cpu = Some(1.234);
     assert!(!render(&replay, 132, 40).contains("self 1.2%"));
+}
+
+/// Live `top` over a folding source says so on the title line at every size, and its name
+/// filter says what it cannot narrow; a streaming one says neither.
+#[test]
+fn a_folded_live_title_says_folded_and_its_filter_what_it_leaves() {
+    let (h, snaps) = golden();
+    let mut app = live_app(&h);
+    let filter = |app: &mut App| {
+        app.handle(Action::Filter);
+        app.handle(Action::Char('x'));
+        app.handle(Action::Enter);
+        app.status.clone().unwrap()
+    };
+    app.push(snaps[0].clone());
+    assert!(!render(&app, 80, 24)
+        .lines()
+        .next()
+        .unwrap()
+        .contains("folded"));
+    assert!(!filter(&mut app).contains("folded"));
+    app.source = SourceInfo::Live {
+        probe_mode: "tracepoints only".into(),
+        folded: true,
+    };
+    for (w, h) in SIZES {
+        let scr = render(&app, w, h);
+        let title = scr.lines().next().unwrap();
+        assert!(title.contains("| folded |"), "{title}");
+    }
+    app.handle(Action::Filter);
+    app.handle(Action::Backspace);
+    app.handle(Action::Enter);
+    let note = filter(&mut app);
+    assert!(
+        note.contains("per-CPU latency and idle-wait still count every task"),
+        "{note}"
+    );
 }
 
 #[test]

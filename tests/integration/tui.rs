@@ -224,13 +224,16 @@ fn top_live_shows_every_view_and_quits_cleanly() {
             .args(["--duration-ms", "40000", "--comm", &comm])
             .stdout(Stdio::null()),
     );
-    let t = Tmux::start("top", &format!("{} top", bin()), 100, 30);
+    // Streaming, whatever the load's switch rate: the running task and the filter on every
+    // figure are what this test checks.
+    let t = Tmux::start("top", &format!("{} top --fold off", bin()), 100, 30);
     // Overview: live figures once the first interval closed.
     let s = t.wait_for(
         &["runqlat p50", "probes: tracepoints"],
         Duration::from_secs(15),
     );
     assert!(s.contains("lbscope top"), "{s}");
+    assert!(!s.contains("| folded"), "--fold off streams:\n{s}");
     // Under the mixed load a woken task always waits some microseconds before it runs (the
     // wakeup itself takes that long), and never seconds at the median.
     let p50 = number_after(&s, "runqlat p50 ");
@@ -356,6 +359,41 @@ fn top_live_shows_every_view_and_quits_cleanly() {
         "self {shown}% on screen, {measured:.2}% by /proc/{pid}/task/*/schedstat:\n{s}"
     );
 
+    t.quit_cleanly();
+    drop(load);
+}
+
+/// On a machine switching tens of thousands of times a second (two ping-pong pairs with 100 us
+/// of think time: about 40,000 here), plain `top` (`--fold auto`)
+/// folds latency in the kernel: its title says so, its footer says the rate it measured, and
+/// the latency view still lists the busy process from the kernel's per-process histograms.
+#[test]
+fn top_folds_by_itself_on_a_busy_machine() {
+    let Some(_g) = live_guard() else { return };
+    let comm = format!("lbsfold{}", std::process::id() % 100_000);
+    let load = Reaped::spawn(
+        example("pingpong")
+            .args(["--pairs", "2", "--sleep-us", "100", "--rounds", "100000000"])
+            .args(["--comm", &comm])
+            .stdout(Stdio::null()),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let t = Tmux::start("top", &format!("{} top", bin()), 100, 30);
+    let s = t.wait_for(
+        &["| folded", "switches/s as top started"],
+        Duration::from_secs(15),
+    );
+    let rate = number_after(&s, "folded: ");
+    assert!(
+        rate > 10_000.0,
+        "folded above 10,000 switches/s, at {rate}:\n{s}"
+    );
+    t.keys("3");
+    let s = t.wait_for(
+        &["all tasks: run-queue latency", "n=", &format!(" {comm}")],
+        Duration::from_secs(5),
+    );
+    assert!(number_after(&s, "n=") > 0.0, "{s}");
     t.quit_cleanly();
     drop(load);
 }

@@ -1,7 +1,7 @@
 //! Every flag check and flag combination: each refusal one line naming its flag.
 
 use super::*;
-use crate::cli::{FoldMode, FOLD_AUTO_CPUS};
+use crate::cli::{FoldMode, FOLD_AUTO_CPUS, FOLD_AUTO_SWITCHES};
 
 /// The message of a refusal, which must name the flag.
 fn refusal<T: std::fmt::Debug>(r: Result<T, CmdError>, flag: &str) -> String {
@@ -85,7 +85,7 @@ fn every_flag_is_checked_with_a_one_line_refusal() {
 }
 
 #[test]
-fn fold_when_asked_or_when_big() {
+fn fold_when_asked_or_when_big_or_busy() {
     let none = FilterArgs::default();
     let pid = FilterArgs {
         pid: Some(7),
@@ -105,25 +105,36 @@ fn fold_when_asked_or_when_big() {
     };
     let big = FOLD_AUTO_CPUS + 1;
     // auto: only big machines, and never where folding would lose what was asked for.
-    assert!(!folds(FoldMode::Auto, false, &none, FOLD_AUTO_CPUS).unwrap());
-    assert!(folds(FoldMode::Auto, false, &none, big).unwrap());
-    assert!(folds(FoldMode::Auto, false, &pid, big).unwrap());
-    assert!(!folds(FoldMode::Auto, true, &none, big).unwrap());
-    assert!(!folds(FoldMode::Auto, false, &comm, big).unwrap());
-    assert!(!folds(FoldMode::Auto, false, &cpus, big).unwrap());
-    assert!(!folds(FoldMode::Auto, false, &cgroup, big).unwrap());
+    assert!(!folds(FoldMode::Auto, false, &none, FOLD_AUTO_CPUS, None).unwrap());
+    assert!(folds(FoldMode::Auto, false, &none, big, None).unwrap());
+    assert!(folds(FoldMode::Auto, false, &pid, big, None).unwrap());
+    assert!(!folds(FoldMode::Auto, true, &none, big, None).unwrap());
+    assert!(!folds(FoldMode::Auto, false, &comm, big, None).unwrap());
+    assert!(!folds(FoldMode::Auto, false, &cpus, big, None).unwrap());
+    assert!(!folds(FoldMode::Auto, false, &cgroup, big, None).unwrap());
+    // auto in `top`: also a busy machine of any size, under the same conditions.
+    let busy = Some(FOLD_AUTO_SWITCHES + 1);
+    assert!(!folds(FoldMode::Auto, false, &none, 2, Some(FOLD_AUTO_SWITCHES)).unwrap());
+    assert!(folds(FoldMode::Auto, false, &none, 2, busy).unwrap());
+    assert!(folds(FoldMode::Auto, false, &pid, 2, busy).unwrap());
+    assert!(!folds(FoldMode::Auto, false, &comm, 2, busy).unwrap());
+    assert!(!folds(FoldMode::Auto, false, &cpus, 2, busy).unwrap());
+    assert!(!folds(FoldMode::Auto, true, &none, 2, busy).unwrap());
+    assert!(!folds(FoldMode::Off, false, &none, 2, busy).unwrap());
     // on: refused where it cannot keep its promise, with the reason.
-    assert!(folds(FoldMode::On, false, &pid, 2).unwrap());
+    assert!(folds(FoldMode::On, false, &pid, 2, None).unwrap());
     for (rec, f, why) in [
         (true, &none, "recording"),
         (false, &comm, "by process"),
         (false, &cgroup, "not by cgroup"),
         (false, &cpus, "--cpus"),
     ] {
-        let e = folds(FoldMode::On, rec, f, 2).unwrap_err().to_string();
+        let e = folds(FoldMode::On, rec, f, 2, None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--fold on") && e.contains(why), "{e}");
     }
-    assert!(!folds(FoldMode::Off, false, &none, big).unwrap());
+    assert!(!folds(FoldMode::Off, false, &none, big, None).unwrap());
 }
 
 fn serve(args: &[&str]) -> crate::cli::ServeArgs {

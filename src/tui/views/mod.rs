@@ -72,8 +72,8 @@ fn title_line(app: &App, pal: Palette, width: usize) -> Line<'static> {
     Line::from(s)
 }
 
-/// What follows the title's name: the state, a replay's position, the interval, the filter,
-/// live `top`'s own CPU (percent of one core) and the clock.
+/// What follows the title's name: the state, a replay's position, the interval, whether the
+/// kernel folds latency (live `--fold`), the filter, live `top`'s own CPU (percent of one core) and the clock.
 fn title_parts(app: &App, pal: Palette, s: &mut Vec<Span<'static>>) {
     if app.diff.is_none() {
         let behind = match (app.cursor(), &app.source) {
@@ -103,6 +103,9 @@ fn title_parts(app: &App, pal: Palette, s: &mut Vec<Span<'static>>) {
             " | every {}",
             secs(app.interval_ns as f64 / 1e9)
         )));
+        if let SourceInfo::Live { folded: true, .. } = &app.source {
+            s.push(Span::raw(" | folded"));
+        }
         if let Some(c) = &app.comm {
             s.push(Span::raw(format!(" | comm={c}")));
         }

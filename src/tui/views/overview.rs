@@ -134,7 +134,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, pal: Palette) {
 fn meta_lines(app: &App, width: u16) -> Vec<Line<'static>> {
     // The recording's line stands alone; the other parts join while they fit.
     let (alone, parts, sep) = match &app.source {
-        SourceInfo::Live { probe_mode } => (
+        SourceInfo::Live { probe_mode, .. } => (
             None,
             vec![
                 format!("probes: {probe_mode}"),
