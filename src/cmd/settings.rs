@@ -223,7 +223,32 @@ pub fn folds(
     switches_per_s: Option<u64>,
 ) -> Result<bool, CmdError> {
     use crate::cli::FoldMode;
-    let unfit = if recording {
+    match (mode, unfit_to_fold(recording, f)) {
+        (FoldMode::Off, _) => Ok(false),
+        (FoldMode::On, Some(why)) => Err(CmdError::Usage(format!("--fold on: {why}"))),
+        (FoldMode::On, None) => Ok(true),
+        (FoldMode::Auto, unfit) => Ok(unfit.is_none()
+            && (cpus > crate::cli::FOLD_AUTO_CPUS
+                || switches_per_s.is_some_and(|r| r > crate::cli::FOLD_AUTO_SWITCHES))),
+    }
+}
+
+/// Whether [`folds`] of a run that writes no recording turns on the machine's switch rate,
+/// so that `top` measures it only then: `--fold auto`, filters folding can honour, and no
+/// more CPUs than fold whatever the rate.
+pub fn fold_turns_on_rate(
+    mode: crate::cli::FoldMode,
+    f: &crate::cli::FilterArgs,
+    cpus: usize,
+) -> bool {
+    mode == crate::cli::FoldMode::Auto
+        && unfit_to_fold(false, f).is_none()
+        && cpus <= crate::cli::FOLD_AUTO_CPUS
+}
+
+/// Why the kernel cannot fold for this run, if it cannot.
+fn unfit_to_fold(recording: bool, f: &crate::cli::FilterArgs) -> Option<&'static str> {
+    if recording {
         Some("a recording keeps every event (drop -o, or --fold)")
     } else if f.comm.is_some() {
         Some("the kernel folds by process, not by name (use -p, or drop --fold)")
@@ -233,14 +258,6 @@ pub fn folds(
         Some("the kernel folds per process over all CPUs (drop --cpus, or --fold)")
     } else {
         None
-    };
-    match (mode, unfit) {
-        (FoldMode::Off, _) => Ok(false),
-        (FoldMode::On, Some(why)) => Err(CmdError::Usage(format!("--fold on: {why}"))),
-        (FoldMode::On, None) => Ok(true),
-        (FoldMode::Auto, unfit) => Ok(unfit.is_none()
-            && (cpus > crate::cli::FOLD_AUTO_CPUS
-                || switches_per_s.is_some_and(|r| r > crate::cli::FOLD_AUTO_SWITCHES))),
     }
 }
 

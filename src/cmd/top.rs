@@ -37,7 +37,8 @@ fn run_live(args: &TopArgs, interval_ns: u64) -> Result<(), CmdError> {
     use crate::analyze::{Analyzer, AnalyzerConfig};
     use crate::tui::app::{App, SourceInfo};
     use crate::tui::run::{self, LiveFeed};
-    let rate = (args.fold.when == crate::cli::FoldMode::Auto)
+    let cpus = crate::source::live::possible_cpus();
+    let rate = settings::fold_turns_on_rate(args.fold.when, &args.filter, cpus)
         .then(|| switches_per_s(RATE_WINDOW))
         .flatten();
     let cfg = settings::live_config(
@@ -66,12 +67,11 @@ fn run_live(args: &TopArgs, interval_ns: u64) -> Result<(), CmdError> {
         topo.nr_cpus,
         crate::analyze::timeline::WINDOW_NS,
     ));
-    if let (true, crate::cli::FoldMode::Auto, Some(r)) = (folded, args.fold.when, rate) {
-        if r > crate::cli::FOLD_AUTO_SWITCHES {
-            app.status = Some(format!(
-                "folded: {r} switches/s as top started; --fold off streams every event"
-            ));
-        }
+    // Measured only where the rate decides: folded, it was the reason.
+    if let (true, Some(r)) = (folded, rate) {
+        app.status = Some(format!(
+            "folded: {r} switches/s as top started; --fold off streams every event"
+        ));
     }
     if src.probes.kallsyms == Some(false) {
         app.status = Some(

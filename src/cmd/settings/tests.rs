@@ -121,6 +121,15 @@ fn fold_when_asked_or_when_big_or_busy() {
     assert!(!folds(FoldMode::Auto, false, &cpus, 2, busy).unwrap());
     assert!(!folds(FoldMode::Auto, true, &none, 2, busy).unwrap());
     assert!(!folds(FoldMode::Off, false, &none, 2, busy).unwrap());
+    // top measures the rate only where it decides.
+    assert!(fold_turns_on_rate(FoldMode::Auto, &none, 2));
+    assert!(fold_turns_on_rate(FoldMode::Auto, &pid, FOLD_AUTO_CPUS));
+    assert!(!fold_turns_on_rate(FoldMode::Auto, &none, big));
+    for f in [&comm, &cpus, &cgroup] {
+        assert!(!fold_turns_on_rate(FoldMode::Auto, f, 2));
+    }
+    assert!(!fold_turns_on_rate(FoldMode::On, &none, 2));
+    assert!(!fold_turns_on_rate(FoldMode::Off, &none, 2));
     // on: refused where it cannot keep its promise, with the reason.
     assert!(folds(FoldMode::On, false, &pid, 2, None).unwrap());
     for (rec, f, why) in [

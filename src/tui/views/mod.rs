@@ -73,7 +73,8 @@ fn title_line(app: &App, pal: Palette, width: usize) -> Line<'static> {
 }
 
 /// What follows the title's name: the state, a replay's position, the interval, whether the
-/// kernel folds latency (live `--fold`), the filter, live `top`'s own CPU (percent of one core) and the clock.
+/// kernel folds latency (live `--fold`), the filter, live `top`'s own CPU (percent of one
+/// core) and the clock.
 fn title_parts(app: &App, pal: Palette, s: &mut Vec<Span<'static>>) {
     if app.diff.is_none() {
         let behind = match (app.cursor(), &app.source) {
