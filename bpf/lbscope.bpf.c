@@ -195,8 +195,9 @@ struct {
 	__type(value, __u64);
 } waits SEC(".maps");
 
-/* Folded mode, per CPU: the tasks that ran on this streamed in the current flush period,
- * direct-mapped by pid (pid << 32 | epoch + 1). A collision only streams a task twice. */
+/* Folded mode, per CPU: the tasks whose run on this CPU was streamed in the current first-run
+ * period (LBS_FIRST_RUN_NS), direct-mapped by pid (pid << 32 | period + 1). A collision only
+ * streams a task twice. */
 #define SEEN_SLOTS 1024
 struct seen_cache {
 	__u64 slot[SEEN_SLOTS];
@@ -726,7 +727,7 @@ static __always_inline void fold_sample(const struct lbs_fold_ctl *ctl, __u32 tg
 	/* With one process folded, the per-CPU histograms are that process's. */
 	if (fold_tgid)
 		return;
-	if (ctl->proc_bank & 1)
+	if (key)
 		proc_sample(&proc_hist1, tgid, ns);
 	else
 		proc_sample(&proc_hist0, tgid, ns);
@@ -756,7 +757,7 @@ static __always_inline __u64 fold_unwait(__u32 pid)
 	return t;
 }
 
-/* Whether this is pid's first run on this CPU in the flush period `epoch` (then noted). */
+/* Whether this is pid's first run on this CPU in the first-run period `epoch` (then noted). */
 static __always_inline bool first_run(__u32 pid, __u32 epoch)
 {
 	__u32 zero = 0;
@@ -866,7 +867,7 @@ static __always_inline void fold_pelt(const bool btf, __u64 ts, struct rq *rq, _
 /*
  * Folded mode's part of a switch: fold next's wait, start prev's if it stays queued, keep
  * the count of busy CPUs, send a sampled nr_running that is due. Returns whether the switch
- * itself is streamed: at idle transitions, and for a task's first run in a flush period.
+ * itself is streamed: at idle transitions, and for a task's first run in a first-run period.
  */
 static __always_inline bool fold_switch(const bool btf, __u64 ts, struct task_struct *prev,
 					struct task_struct *next, __u32 prev_pid, __u32 next_pid,
@@ -886,9 +887,9 @@ static __always_inline bool fold_switch(const bool btf, __u64 ts, struct task_st
 		since = fold_unwait(next_pid);
 		if (since)
 			fold_sample(ctl, RD(btf, next, tgid), ts > since ? ts - since : 0);
-		/* A task's first run in each flush period is streamed: where the threads run
+		/* A task's first run in each first-run period is streamed: where the threads run
 		 * (uneven_spread) stays known on a busy machine. */
-		first = first_run(next_pid, ctl->epoch);
+		first = first_run(next_pid, (__u32)(ts / LBS_FIRST_RUN_NS));
 	}
 	st = bpf_map_lookup_elem(&rqstate, &cpu);
 	if (!st)
@@ -934,7 +935,7 @@ static __always_inline int h_switch(const bool btf, __u64 ts, __u64 *ctx)
 	if (c)
 		c->last_prev_pid = prev_pid;
 	/* A folded switch that is not streamed names no task, so it announces none: each task's
-	 * first run on a CPU in a flush period is streamed, and announced here, before any later
+	 * first run on a CPU in a first-run period is streamed, and announced here, before any later
 	 * streamed switch of that CPU names it. Folded, allowed CPUs are checked only where a
 	 * record names the task: a streamed wakeup, a streamed switch that preempts it. */
 	if (fold && !fold_switch(btf, ts, prev, next, prev_pid, next_pid, state))

@@ -297,13 +297,15 @@ struct lbs_proc_hist {
 	__u32 bucket[LBS_PROC_BUCKETS];
 };
 
-/* The fold's control word, written by user space only: the per-CPU histograms' bank being
- * filled, the flush count (a task's first run after each flush is streamed), and the
- * per-process maps' bank being filled (it turns less often than the per-CPU one). */
+/* The fold's control word, written by user space only: the bank being filled, of the
+ * per-CPU histograms and of the per-process maps alike (both turn at each flush). */
 struct lbs_fold_ctl {
 	__u32 bank;
-	__u32 epoch;
-	__u32 proc_bank;
 };
+
+/* Folded mode streams a task's first run on a CPU in each period of this length (ns), counted
+ * from boot: where every thread runs stays known on a busy machine (uneven_spread), whatever
+ * the flush period. */
+#define LBS_FIRST_RUN_NS 100000000ULL
 
 #endif /* LBSCOPE_H */

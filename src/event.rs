@@ -402,7 +402,8 @@ impl<'de> Deserialize<'de> for OptU32 {
     }
 }
 
-/// Histograms folded in the kernel over one flush period (see [`EventKind::Fold`]).
+/// Histograms folded in the kernel over one flush period, a drain period of the live source
+/// (see [`EventKind::Fold`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fold {
     /// Samples of tasks that started to run on each CPU (CPUs without samples left out).

@@ -17,7 +17,7 @@
 //! thread's place is the last CPU it was seen on. A folded source (live `--fold`) sends
 //! switches only at idle transitions and wakeups only while a CPU may be idle: idleness stays
 //! exact, but a busy CPU's `current` may name a task switched out since, and a thread is seen
-//! running (for uneven_spread) at its first run on each CPU in each 100 ms flush period.
+//! running (for uneven_spread) at its first run on each CPU in each 100 ms.
 //! A CPU with a remote wakeup on its way (`waking`) is not idle to the balancer, as
 //! idle_cpu() says while rq->ttwu_pending is set.
 

@@ -158,8 +158,8 @@ fn folds_after_the_leaders_exit_keep_its_name() {
     );
 }
 
-/// The source reads per-process banks every half interval and the per-CPU ones every 100 ms:
-/// `Fold`s in between carry no process and do not use up an exited leader's two.
+/// A `Fold` that carries no process (with `-p`, or where no process ran in its flush period)
+/// does not use up an exited leader's two.
 #[test]
 fn folds_without_processes_leave_an_exited_leader_named() {
     let mut evs = vec![fold_start(0), task(10, 50, 50, "mixed")];

@@ -2,17 +2,17 @@
 //! fold (per CPU and per process, in two banks) and turns them into [`EventKind::Fold`]
 //! events.
 //!
-//! The programs fill the banks named in the `fold_ctl` map, one for the per-CPU histograms
-//! and one for the per-process maps. Each flush (every 100 ms) reads and clears the other
-//! per-CPU bank, retired one flush earlier (no handler still writes into it by then), and then
-//! makes it the one filled: samples reach the analyzer one to two flush periods after they
-//! were taken, none is lost or counted twice. The per-process bank turns less often, every
-//! drain period (half an interval, 100 to 500 ms), and the flush after a turn reads the bank
-//! it retired: with hundreds of processes each read is most of folded mode's cost (a 2.2 KiB
-//! entry a process), and a process's samples reach the analyzer 0.1 s to a drain period and
-//! 0.1 s after they were taken. The last flush at stop retires the filling banks too and
-//! reads them. Each flush also starts a new epoch: a task's first run in each is streamed as
-//! a switch, so the model knows where every thread runs (uneven_spread).
+//! The programs fill the bank named in the `fold_ctl` map, of the per-CPU histograms and of
+//! the per-process maps alike. Each flush, every drain period (half an interval, 100 to
+//! 500 ms), makes the other bank the one filled, waits [`SETTLE`] for the handlers that read
+//! the old number, then reads and clears the bank it retired: samples reach the analyzer at
+//! most a drain period after they were taken, none is counted twice, and none is lost unless
+//! a handler holding a run queue's lock stalls past the wait (a vCPU descheduled mid-handler)
+//! and writes in the microseconds between the read and the clear. Each flush wakes both
+//! threads and reads every process that ran (a 2.2 KiB entry a process): flushing every
+//! 100 ms cost `top` a fifth more CPU at `-i 1`. A task's first run on each CPU in each
+//! 100 ms is streamed as a switch whatever the flush period (the BPF side counts the periods
+//! from its clock), so the model knows where every thread runs (uneven_spread).
 //!
 //! A process's histogram comes as one array of buckets, each the sum of a sample's fine
 //! bucket and runqlat slot (bpf/lbscope.h, `struct lbs_proc_hist`), split back here into the
@@ -25,7 +25,6 @@
 
 use super::mapio;
 use super::skel::LbscopeSkel;
-use super::FOLD_PERIOD_NS;
 use crate::analyze::{fine_bounds, fine_index, log2_slot, LOG2_SLOTS};
 use crate::event::{Event, EventKind, Fold, FoldedSet};
 use libbpf_rs::{MapCore, MapFlags};
@@ -73,20 +72,10 @@ const PROC_BATCH: u32 = 32;
 
 /// The flush state.
 pub(super) struct Folder {
-    /// The per-CPU histograms' bank the programs fill.
+    /// The bank the programs fill, of the per-CPU histograms and the per-process maps alike.
     filling: u32,
     /// When the last flush ran (monotonic ns).
     last: u64,
-    /// Flushes so far: a task's first run after each is streamed.
-    epoch: u32,
-    /// The per-process maps' bank the programs fill.
-    proc_filling: u32,
-    /// When the per-process bank last turned (monotonic ns).
-    proc_turned: u64,
-    /// How often the per-process bank turns.
-    proc_period_ns: u64,
-    /// Whether the bank that turned last is still to be read (at the flush after the turn).
-    proc_unread: bool,
     /// Zeros to clear a bank of the per-CPU histograms with, kept between flushes.
     zeros: Vec<Vec<u8>>,
     /// What the maps are read into.
@@ -95,20 +84,19 @@ pub(super) struct Folder {
     room: (usize, usize),
 }
 
+/// How long a flush waits between retiring a bank and reading it. The folding handlers run
+/// with the run queue's lock held, for microseconds: one that read the bank's number before
+/// the turn has written its sample by then.
+pub(super) const SETTLE: std::time::Duration = std::time::Duration::from_millis(2);
+
 impl Folder {
-    /// Starts with both banks 0 filling (the maps' initial state), and puts the empty `Fold`
-    /// that opens a folded stream first in `batch`, before any event the programs sent. The
-    /// per-process bank turns every `proc_period_ns` (at least every flush).
-    pub(super) fn new(now: u64, proc_period_ns: u64, batch: &mut Vec<Event>) -> Folder {
+    /// Starts with bank 0 filling (the maps' initial state), and puts the empty `Fold` that
+    /// opens a folded stream first in `batch`, before any event the programs sent.
+    pub(super) fn new(now: u64, batch: &mut Vec<Event>) -> Folder {
         batch.insert(0, fold_event(now, Fold::default()));
         Folder {
             filling: 0,
             last: now,
-            epoch: 0,
-            proc_filling: 0,
-            proc_turned: now,
-            proc_period_ns: proc_period_ns.max(FOLD_PERIOD_NS),
-            proc_unread: false,
             zeros: Vec::new(),
             bufs: mapio::Buffers::default(),
             room: (0, 0),
@@ -120,74 +108,38 @@ impl Folder {
         past(now, self.last, period_ns)
     }
 
-    /// Reads and clears the retired per-CPU bank, then makes it the filling one; reads the
-    /// per-process bank retired at the last flush, or retires the filling one when its period
-    /// is up; appends the Fold.
-    pub(super) fn flush(&mut self, skel: &LbscopeSkel<'_>, now: u64, out: &mut Vec<Event>) {
-        let retired = 1 - self.filling;
-        let mut fold = self.fold_with_room(self.proc_unread);
-        read_cpu_bank(skel, retired, &mut self.zeros, &mut self.bufs, &mut fold);
-        if self.proc_unread {
-            self.read_procs(skel, 1 - self.proc_filling, &mut fold);
-        } else if past(now, self.proc_turned, self.proc_period_ns) {
-            self.proc_filling = 1 - self.proc_filling;
-            self.proc_turned = now;
-            self.proc_unread = true;
-        }
-        self.epoch = self.epoch.wrapping_add(1);
-        self.filling = retired;
+    /// Retires the filling bank, waits [`SETTLE`], reads and clears it (the per-CPU
+    /// histograms and every process's), and appends the Fold stamped `at`; `now` is the
+    /// time of the turn.
+    pub(super) fn flush(
+        &mut self,
+        skel: &LbscopeSkel<'_>,
+        now: u64,
+        at: u64,
+        out: &mut Vec<Event>,
+    ) {
+        let retired = self.filling;
+        self.filling = 1 - retired;
         self.set_filling(skel);
         self.last = now;
-        out.push(fold_event(now, fold));
-    }
-
-    /// The last flush: retires the filling banks as well and reads them.
-    pub(super) fn finish(&mut self, skel: &LbscopeSkel<'_>, now: u64, out: &mut Vec<Event>) {
-        self.flush(skel, now, out);
-        if !self.proc_unread {
-            self.proc_filling = 1 - self.proc_filling;
-            self.set_filling(skel);
-        }
-        // Handlers run for microseconds: one already past its bank lookup has finished.
-        std::thread::sleep(std::time::Duration::from_millis(2));
-        let mut fold = self.fold_with_room(true);
-        read_cpu_bank(
-            skel,
-            1 - self.filling,
-            &mut self.zeros,
-            &mut self.bufs,
-            &mut fold,
-        );
-        self.read_procs(skel, 1 - self.proc_filling, &mut fold);
-        out.push(fold_event(now, fold));
-    }
-
-    /// An empty Fold; with room for as many processes and counters as the last read, and an
-    /// eighth more, when it is to take processes.
-    fn fold_with_room(&self, procs: bool) -> Fold {
-        let (hists, counters) = if procs { self.room } else { (0, 0) };
-        Fold {
+        std::thread::sleep(SETTLE);
+        let (hists, counters) = self.room;
+        let mut fold = Fold {
             by_cpu: Default::default(),
             by_tgid: FoldedSet::with_capacity(hists + hists / 8, counters + counters / 8),
-        }
-    }
-
-    /// Reads and clears the retired per-process bank into `fold`.
-    fn read_procs(&mut self, skel: &LbscopeSkel<'_>, bank: u32, fold: &mut Fold) {
-        read_proc_bank(skel, bank, &mut self.bufs, fold);
+        };
+        read_cpu_bank(skel, retired, &mut self.zeros, &mut self.bufs, &mut fold);
+        read_proc_bank(skel, retired, &mut self.bufs, &mut fold);
         self.room = (fold.by_tgid.len(), fold.by_tgid.counters());
-        self.proc_unread = false;
+        out.push(fold_event(at, fold));
     }
 
     fn set_filling(&self, skel: &LbscopeSkel<'_>) {
-        let mut v = [0u8; 12];
-        v[..4].copy_from_slice(&self.filling.to_ne_bytes());
-        v[4..8].copy_from_slice(&self.epoch.to_ne_bytes());
-        v[8..].copy_from_slice(&self.proc_filling.to_ne_bytes());
-        let _ = skel
-            .maps
-            .fold_ctl
-            .update(&0u32.to_ne_bytes(), &v, MapFlags::ANY);
+        let _ = skel.maps.fold_ctl.update(
+            &0u32.to_ne_bytes(),
+            &self.filling.to_ne_bytes(),
+            MapFlags::ANY,
+        );
     }
 }
 

@@ -82,8 +82,8 @@ pub struct LiveConfig {
     /// How the balancer hooks attach: fentry, kprobe, or the first the kernel takes.
     pub balancer_attach: crate::source::attach::BalancerAttach,
     /// How often the consumer drains the ring buffer when the kernel does not wake it (the
-    /// kernel wakes it when the buffer is half full). Folded mode drains at least every
-    /// [`FOLD_PERIOD_NS`], its flush period.
+    /// kernel wakes it when the buffer is half full). Folded mode flushes its histograms at
+    /// the same period.
     pub poll_interval: Duration,
     /// Tracepoints to treat as absent (tests of the missing-tracepoint path).
     pub pretend_missing: Vec<String>,
@@ -93,10 +93,10 @@ pub struct LiveConfig {
     /// Tracepoints whose records nothing in this run reads: not loaded, so they cost the
     /// traced machine nothing ([`ProbeState::NotNeeded`]).
     pub unneeded: Vec<&'static str>,
-    /// Folded mode: run-queue latency folded into histograms in the kernel and sent as
-    /// [`EventKind::Fold`] every [`FOLD_PERIOD_NS`] (the per-process ones every
-    /// `poll_interval`); switches streamed only at idle transitions, wakeups only while a CPU
-    /// may be idle, nr_running above 2 sampled.
+    /// Folded mode: run-queue latency folded into histograms in the kernel (per CPU and per
+    /// process) and sent as [`EventKind::Fold`] every `poll_interval`; switches streamed only
+    /// at idle transitions and at a task's first run on a CPU in each [`FIRST_RUN_PERIOD_NS`],
+    /// wakeups only while a CPU may be idle, nr_running above 2 sampled.
     pub fold: bool,
     /// Folded mode: fold only this process's latency samples.
     pub fold_tgid: Option<u32>,
@@ -105,9 +105,9 @@ pub struct LiveConfig {
     pub schedstat: bool,
 }
 
-/// How often folded per-CPU histograms are read (and a new epoch starts: a task's first run
-/// in each is streamed). Per-process ones turn every drain period, no more often than this.
-pub const FOLD_PERIOD_NS: u64 = 100_000_000;
+/// Folded mode streams a task's first run on a CPU in each period of this length
+/// (bpf/lbscope.h, `LBS_FIRST_RUN_NS`), whatever the flush period.
+pub const FIRST_RUN_PERIOD_NS: u64 = 100_000_000;
 
 /// The drain period of a live run whose figures close every `interval_ns`: half an interval,
 /// from 100 ms to 500 ms, so that an interval's figures are out at most half an interval
@@ -589,12 +589,15 @@ fn drain(
     // opening Fold, and the start read of /proc/schedstat (the analyzer places each count
     // against the reads' times, once it has seen the start read).
     let mut first: Vec<Event> = Vec::new();
-    // Per-process histograms turn every drain period (half an interval): a tenth of a second
-    // would read every process that ran ten times a second.
-    let proc_period_ns = u64::try_from(cfg.poll_interval.as_nanos()).unwrap_or(u64::MAX);
+    // Folded histograms turn at every drain period (half an interval): each flush wakes both
+    // threads and reads every process that ran, so flushing at a tenth of a second cost `top`
+    // a fifth more CPU at `-i 1` (tests/bench/HISTORY.md).
+    let fold_period_ns = u64::try_from(cfg.poll_interval.as_nanos()).unwrap_or(u64::MAX);
     let mut folder = cfg
         .fold
-        .then(|| fold::Folder::new(clock::monotonic_ns(), proc_period_ns, &mut first));
+        .then(|| fold::Folder::new(clock::monotonic_ns(), &mut first));
+    // The newest stamp among the source's own events so far (they queue in time order).
+    let mut own_last = 0u64;
     let switch = cfg.schedstat.then(|| {
         let (s, msg) = schedstat::Switch::on();
         if let Some(m) = msg {
@@ -615,8 +618,6 @@ fn drain(
         }
         let _ = rb.poll(if stopping {
             Duration::ZERO
-        } else if cfg.fold {
-            cfg.poll_interval.min(Duration::from_nanos(FOLD_PERIOD_NS))
         } else {
             cfg.poll_interval
         });
@@ -624,6 +625,19 @@ fn drain(
         let before = clock::monotonic_ns();
         let _ = rb.consume();
         let now = clock::monotonic_ns();
+        if let Some(f) = folder.as_mut() {
+            if stopping || f.due(now, fold_period_ns) {
+                // Stamped at this drain's watermark, the Fold leaves with this drain's
+                // records instead of waiting a drain period for the next.
+                let at = if stopping {
+                    now
+                } else {
+                    let holdback = merge.borrow().holdback_ns;
+                    before.saturating_sub(holdback).clamp(own_last, now)
+                };
+                f.flush(skel, now, at, &mut own);
+            }
+        }
         losses::lost_events(&skel.maps.lost, &mut lost_seen, now, &mut own);
         if let Some(n) = bskel
             .and_then(|b| b.maps.bss_data.as_deref())
@@ -640,18 +654,12 @@ fn drain(
             });
             balancer_lost = n;
         }
-        if let Some(f) = folder.as_mut() {
-            if stopping {
-                f.finish(skel, now, &mut own);
-            } else if f.due(now, FOLD_PERIOD_NS) {
-                f.flush(skel, now, &mut own);
-            }
-        }
         own.push(Event {
             ts_ns: now,
             cpu: 0,
             kind: EventKind::Clock,
         });
+        own_last = now;
         // Batches of at most CHUNK events, each in a vector of that room (see `CHUNK`).
         let mut m = merge.borrow_mut();
         m.push_own(&mut own);
