@@ -479,8 +479,8 @@ pub struct FoldArgs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum FoldMode {
     /// Fold on machines with more than 64 CPUs and, in `top`, on a machine switching more
-    /// than 10,000 times a second as it starts (measured over 0.25 s), when no recording is
-    /// written and neither --comm, --cgroup nor --cpus is given.
+    /// than 10,000 times a second as it starts (in the busiest 0.1 s of 0.5 s), when no
+    /// recording is written and neither --comm, --cgroup nor --cpus is given.
     Auto,
     /// Always fold (refused with a recording, --comm or --cpus).
     On,
