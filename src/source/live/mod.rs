@@ -95,8 +95,8 @@ pub struct LiveConfig {
     pub unneeded: Vec<&'static str>,
     /// Folded mode: run-queue latency folded into histograms in the kernel (per CPU and per
     /// process) and sent as [`EventKind::Fold`] every `poll_interval`; switches streamed only
-    /// at idle transitions and at a task's first run on a CPU in each [`FIRST_RUN_PERIOD_NS`],
-    /// wakeups only while a CPU may be idle, nr_running above 2 sampled.
+    /// at idle transitions and at a task's first run on a CPU in each 100 ms (bpf/lbscope.h,
+    /// `LBS_FIRST_RUN_NS`), wakeups only while a CPU may be idle, nr_running above 2 sampled.
     pub fold: bool,
     /// Folded mode: fold only this process's latency samples.
     pub fold_tgid: Option<u32>,
@@ -104,10 +104,6 @@ pub struct LiveConfig {
     /// `kernel.sched_schedstats` on for it when it is off).
     pub schedstat: bool,
 }
-
-/// Folded mode streams a task's first run on a CPU in each period of this length
-/// (bpf/lbscope.h, `LBS_FIRST_RUN_NS`), whatever the flush period.
-pub const FIRST_RUN_PERIOD_NS: u64 = 100_000_000;
 
 /// The drain period of a live run whose figures close every `interval_ns`: half an interval,
 /// from 100 ms to 500 ms, so that an interval's figures are out at most half an interval
@@ -625,17 +621,17 @@ fn drain(
         let before = clock::monotonic_ns();
         let _ = rb.consume();
         let now = clock::monotonic_ns();
+        // What this drain releases: every event stamped up to here.
+        let upto = if stopping {
+            u64::MAX
+        } else {
+            before.saturating_sub(merge.borrow().holdback_ns)
+        };
         if let Some(f) = folder.as_mut() {
             if stopping || f.due(now, fold_period_ns) {
                 // Stamped at this drain's watermark, the Fold leaves with this drain's
                 // records instead of waiting a drain period for the next.
-                let at = if stopping {
-                    now
-                } else {
-                    let holdback = merge.borrow().holdback_ns;
-                    before.saturating_sub(holdback).clamp(own_last, now)
-                };
-                f.flush(skel, now, at, &mut own);
+                f.flush(skel, now, upto.clamp(own_last, now), &mut own);
             }
         }
         losses::lost_events(&skel.maps.lost, &mut lost_seen, now, &mut own);
@@ -663,11 +659,6 @@ fn drain(
         // Batches of at most CHUNK events, each in a vector of that room (see `CHUNK`).
         let mut m = merge.borrow_mut();
         m.push_own(&mut own);
-        let upto = if stopping {
-            u64::MAX
-        } else {
-            before.saturating_sub(m.holdback_ns)
-        };
         let mut out = pool.take(CHUNK);
         out.append(&mut first);
         let mut sent = true;
